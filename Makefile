@@ -1,0 +1,34 @@
+# Every target sets up what it needs: a fresh clone runs `make demo` or `make test` directly.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test bench lint format clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "hookscope needs Python >= 3.10"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,lint,bench]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+demo: $(STAMP)
+	$(PY) examples/one_hook.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src tests bench examples
+	$(VENV)/bin/ruff check --fix src tests bench examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hookscope

@@ -1,0 +1,193 @@
+"""Hierarchical hook contexts: session → turn → operation.
+
+A context is a small key-value store with a parent. Reads fall through to the parent chain;
+writes stay local, so a hook that sets ``"user"`` on a turn shadows the session's ``"user"``
+for that turn only and never changes what the session (or a sibling turn) sees.
+
+Each context also carries the ids of its scope — ``session_id``, ``turn_index``, ``call_id`` —
+and, once the scope has ended, its outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, final
+
+from hookscope.types import ToolCall
+
+__all__ = [
+    "HookContext",
+    "OperationContext",
+    "OperationKind",
+    "SessionContext",
+    "SessionOutcome",
+    "TurnContext",
+    "TurnOutcome",
+]
+
+SessionOutcome = Literal["completed", "failed", "cancelled"]
+TurnOutcome = Literal["completed", "blocked", "failed"]
+OperationKind = Literal["tool", "interaction"]
+
+_MISSING: Final = object()
+
+
+class HookContext:
+    """State shared between hooks, scoped to a session, a turn or one operation.
+
+    Args:
+        parent: The enclosing context, or ``None`` for a root.
+    """
+
+    __slots__ = ("__weakref__", "_parent", "_values")
+
+    def __init__(self, parent: HookContext | None = None) -> None:
+        self._parent = parent
+        self._values: dict[str, Any] = {}
+
+    @property
+    def parent(self) -> HookContext | None:
+        """The enclosing context, or ``None`` at the root."""
+        return self._parent
+
+    @property
+    def has_parent(self) -> bool:
+        """Whether this context has an enclosing context."""
+        return self._parent is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return ``key`` from this context or the nearest ancestor that has it.
+
+        Args:
+            key: The name to look up.
+            default: Returned when no context in the chain has ``key``.
+        """
+        context: HookContext | None = self
+        while context is not None:
+            value = context._values.get(key, _MISSING)
+            if value is not _MISSING:
+                return value
+            context = context._parent
+        return default
+
+    def set(self, key: str, value: Any) -> None:
+        """Store ``key`` in this context only, shadowing any ancestor's value."""
+        self._values[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        context: HookContext | None = self
+        while context is not None:
+            if key in context._values:
+                return True
+            context = context._parent
+        return False
+
+
+@final
+class SessionContext(HookContext):
+    """The root context: one agent session.
+
+    Args:
+        session_id: Unique id of the session.
+        agent_name: Name of the agent running it.
+    """
+
+    __slots__ = ("agent_name", "outcome", "session_id", "turn_count")
+
+    def __init__(self, session_id: str, agent_name: str = "agent") -> None:
+        super().__init__(None)
+        self.session_id = session_id
+        self.agent_name = agent_name
+        self.turn_count = 0
+        #: ``None`` while the session runs; how it ended afterwards.
+        self.outcome: SessionOutcome | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionContext(session_id={self.session_id!r}, agent_name={self.agent_name!r})"
+
+
+@final
+class TurnContext(HookContext):
+    """One turn of a session: a prompt and everything the agent does to answer it.
+
+    Args:
+        session: The session the turn belongs to.
+        turn_index: Position of the turn in its session, from 0.
+        prompt: The prompt that started the turn.
+    """
+
+    __slots__ = ("outcome", "prompt", "session", "turn_index")
+
+    def __init__(self, session: SessionContext, turn_index: int, prompt: Any = None) -> None:
+        super().__init__(session)
+        self.session = session
+        self.turn_index = turn_index
+        self.prompt = prompt
+        #: ``None`` while the turn runs; how it ended afterwards.
+        self.outcome: TurnOutcome | None = None
+
+    @property
+    def session_id(self) -> str:
+        """The enclosing session's id."""
+        return self.session.session_id
+
+    @property
+    def agent_name(self) -> str:
+        """The enclosing session's agent name."""
+        return self.session.agent_name
+
+    def __repr__(self) -> str:
+        return f"TurnContext(session_id={self.session_id!r}, turn_index={self.turn_index})"
+
+
+@final
+class OperationContext(HookContext):
+    """One operation inside a turn: a tool call or an interaction with the user.
+
+    Args:
+        turn: The turn the operation belongs to.
+        kind: ``"tool"`` or ``"interaction"``.
+        call: The tool call, for a tool operation.
+        call_id: The operation's id (the tool call id when the model gave one).
+    """
+
+    __slots__ = ("call", "call_id", "kind", "turn")
+
+    def __init__(
+        self,
+        turn: TurnContext,
+        kind: OperationKind = "tool",
+        call: ToolCall | None = None,
+        call_id: str = "",
+    ) -> None:
+        super().__init__(turn)
+        self.turn = turn
+        self.kind = kind
+        #: The call as the model made it; hooks may change the effective call.
+        self.call = call
+        self.call_id = call_id
+
+    @property
+    def session(self) -> SessionContext:
+        """The enclosing session."""
+        return self.turn.session
+
+    @property
+    def session_id(self) -> str:
+        """The enclosing session's id."""
+        return self.turn.session.session_id
+
+    @property
+    def turn_index(self) -> int:
+        """The enclosing turn's index."""
+        return self.turn.turn_index
+
+    @property
+    def agent_name(self) -> str:
+        """The enclosing session's agent name."""
+        return self.turn.session.agent_name
+
+    def __repr__(self) -> str:
+        return (
+            f"OperationContext(session_id={self.session_id!r}, turn_index={self.turn_index}, "
+            f"kind={self.kind!r}, call_id={self.call_id!r})"
+        )

@@ -1,0 +1,927 @@
+"""HookRunner: registration, the one dispatch loop, scopes and observers.
+
+Every lifecycle event goes through :meth:`HookRunner._dispatch`. What differs between events
+— when to stop, what a hook's return value means, what a failing hook means — is data: an
+:class:`_Rule` attached to the event, never code at the call site.
+
+Observers (``runner.observe(observer)``) are told of every dispatch, every hook's result and
+duration, and of every scope opening and closing; they cannot change anything. Telemetry is
+one such observer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Literal, final
+
+from hookscope.context import (
+    HookContext,
+    OperationContext,
+    SessionContext,
+    TurnContext,
+)
+from hookscope.hooks import EVENTS, CategoryHook, Hook, HookEvent, _FunctionHook
+from hookscope.types import (
+    Answer,
+    ChatResponse,
+    HookResult,
+    LlmRequest,
+    LlmResponse,
+    Question,
+    Recovery,
+    RequestDecision,
+    ResponseDecision,
+    ToolCall,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from hookscope.policy import PolicyDecision
+
+__all__ = [
+    "DispatchObserver",
+    "HookFailure",
+    "HookRunner",
+    "ScopeError",
+    "SessionScope",
+    "ToolOutcome",
+    "TurnScope",
+]
+
+logger = logging.getLogger("hookscope")
+
+HookKind = Literal["inspect", "decide", "transform"]
+
+
+class ScopeError(RuntimeError):
+    """A scope was used in a way its state does not allow (e.g. a tool call in a blocked turn)."""
+
+
+@final
+class HookFailure(Exception):
+    """Why a hook counts as failed when it did not raise: a timeout or a wrong return type.
+
+    Observers receive it as ``error`` in ``hook_finished``; it never reaches the agent.
+    """
+
+
+class DispatchObserver:
+    """Base class for objects that watch dispatches without changing them.
+
+    Override what you need; every method is a no-op. Methods are called synchronously, in the
+    task that dispatches, and must not block. An observer that raises is logged once and
+    otherwise ignored. ``scope_started``/``scope_ended`` are called in the scope's own task,
+    properly nested, so an observer may attach a ``contextvars`` value on start and reset it
+    on end (OTelHook makes each scope's span current this way).
+    """
+
+    def scope_started(self, context: HookContext) -> None:
+        """A session, turn or operation scope opened (before its first dispatch)."""
+
+    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
+        """A scope closed; ``error`` is what ended it abnormally, including cancellation."""
+
+    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
+        """``event`` is about to run its hooks on ``data``."""
+
+    def hook_finished(
+        self,
+        event: HookEvent,
+        hook_name: str,
+        context: HookContext,
+        result: Any,
+        error: BaseException | None,
+        duration_s: float,
+    ) -> None:
+        """One hook returned ``result`` or failed with ``error``."""
+
+    def dispatch_finished(
+        self,
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        result: Any,
+        decided_by: str | None,
+    ) -> None:
+        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
+
+
+# --- rules: what each event's hooks' return values mean ---------------------------------
+
+
+@final
+class _Fold:
+    """Per-dispatch state a rule folds hook results into."""
+
+    __slots__ = ("data", "extra", "original", "result")
+
+    def __init__(self, data: Any, result: Any) -> None:
+        self.original = data
+        self.data = data
+        self.result = result
+        self.extra: Any = None
+
+
+class _Rule:
+    """How one event's dispatch treats hook return values and failures.
+
+    ``step`` returns ``True`` to stop the dispatch (the hook decided) and raises
+    :class:`HookFailure` for a return value the event does not accept.
+    """
+
+    kind: HookKind = "inspect"
+    default: Any = None
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        return False
+
+    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
+        return None
+
+    def finish(self, fold: _Fold) -> Any:
+        return fold.result
+
+
+def _failure_message(hook_name: str, event: HookEvent, error: BaseException) -> str:
+    return f"hook {hook_name!r} failed in {event} ({type(error).__name__}: {error}); failing closed"
+
+
+_ALLOW: Final = HookResult()
+
+
+class _PreTurnRule(_Rule):
+    kind = "decide"
+    default = _ALLOW
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if value is None:
+            return False
+        if type(value) is not HookResult:
+            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+        if not value.allow:
+            fold.result = value
+            return True
+        return False
+
+    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
+        return HookResult.deny(_failure_message(hook_name, event, error))
+
+
+class _PreToolCallRule(_PreTurnRule):
+    """pre_turn's rule plus argument merging and the policy decision behind an allow."""
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if super().step(fold, value):
+            return True
+        if value is not None:
+            if value.modified_args:
+                call: ToolCall = fold.data
+                fold.data = call.with_args({**call.args, **value.modified_args})
+            if value.decision is not None:
+                fold.extra = value.decision
+        return False
+
+    def finish(self, fold: _Fold) -> Any:
+        if fold.result is not _ALLOW:  # a hook denied
+            return fold.result
+        modified = fold.data is not fold.original
+        if not modified and fold.extra is None:
+            return _ALLOW
+        return HookResult(
+            allow=True,
+            modified_args=dict(fold.data.args) if modified else None,
+            decision=fold.extra,
+        )
+
+
+class _PreLlmRequestRule(_Rule):
+    kind = "decide"
+    default = RequestDecision.proceed()
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if value is None:
+            return False
+        if type(value) is not RequestDecision:
+            raise HookFailure(f"returned {type(value).__name__}, expected RequestDecision or None")
+        if value.action == "block":
+            fold.result = value
+            return True
+        if value.action == "modify":
+            if value.request is None:
+                raise HookFailure("returned RequestDecision.modify without a request")
+            fold.data = value.request
+            fold.result = value
+        return False
+
+    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
+        return RequestDecision.block(_failure_message(hook_name, event, error))
+
+    def finish(self, fold: _Fold) -> Any:
+        if fold.result.action == "modify":  # chained: the last request is what is sent
+            return RequestDecision.modify(fold.data)
+        return fold.result
+
+
+class _OnLlmResponseRule(_Rule):
+    kind = "decide"
+    default = ResponseDecision.accept()
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if value is None:
+            return False
+        if type(value) is not ResponseDecision:
+            raise HookFailure(f"returned {type(value).__name__}, expected ResponseDecision or None")
+        if value.action != "accept":
+            fold.result = value
+            return True
+        return False
+
+    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
+        return ResponseDecision.block(_failure_message(hook_name, event, error))
+
+
+class _OnToolErrorRule(_Rule):
+    kind = "transform"
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if value is None:
+            return False
+        if type(value) is not Recovery:
+            raise HookFailure(f"returned {type(value).__name__}, expected Recovery or None")
+        fold.result = value
+        return True
+
+
+class _OnInteractionRule(_Rule):
+    kind = "transform"
+
+    def step(self, fold: _Fold, value: Any) -> bool:
+        if value is None:
+            return False
+        fold.result = value
+        return True
+
+
+_INSPECT: Final = _Rule()
+_RULES: Final[dict[HookEvent, _Rule]] = {
+    "on_session_start": _INSPECT,
+    "on_session_end": _INSPECT,
+    "pre_turn": _PreTurnRule(),
+    "post_turn": _INSPECT,
+    "pre_llm_request": _PreLlmRequestRule(),
+    "on_llm_response": _OnLlmResponseRule(),
+    "pre_tool_call": _PreToolCallRule(),
+    "post_tool_call": _INSPECT,
+    "on_tool_error": _OnToolErrorRule(),
+    "on_interaction": _OnInteractionRule(),
+    "on_compaction": _INSPECT,
+}
+
+
+# --- registration -----------------------------------------------------------------------
+
+
+@final
+class _Registration:
+    """One hook registered for one event, with everything the loop needs precomputed."""
+
+    __slots__ = ("call", "fail_open", "failed_before", "is_async", "name", "timeout")
+
+    def __init__(
+        self,
+        name: str,
+        call: Callable[[Any, Any], Any],
+        is_async: bool,
+        timeout: float | None,
+        fail_open: bool,
+    ) -> None:
+        self.name = name
+        self.call = call
+        self.is_async = is_async
+        self.timeout = timeout
+        self.fail_open = fail_open
+        self.failed_before = False  # log a hook's first failure in full, later ones briefly
+
+
+def _hook_name(hook: object) -> str:
+    return getattr(hook, "name", "") or type(hook).__name__
+
+
+def _context_only(method: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda context, data: method(context)
+
+
+def _registrations(hook: object) -> list[tuple[HookEvent, _Registration]]:
+    """The (event, registration) pairs ``hook`` provides; empty when it is no hook."""
+    name = _hook_name(hook)
+    timeout = getattr(hook, "timeout", None)
+    fail_open = bool(getattr(hook, "fail_open", False))
+    found: list[tuple[HookEvent, Callable[[Any, Any], Any], bool]] = []
+    if isinstance(hook, Hook):
+        for event in EVENTS:
+            # Only overridden methods are registered: unused no-ops cost nothing per dispatch.
+            if getattr(type(hook), event) is getattr(Hook, event):
+                continue
+            method = getattr(hook, event)
+            is_async = inspect.iscoroutinefunction(method)
+            if event in ("on_session_start", "on_session_end"):
+                found.append((event, _context_only(method), is_async))
+            else:
+                found.append((event, method, is_async))
+    elif isinstance(hook, _FunctionHook):
+        found.append((hook.event, hook.call, hook.call_is_async))
+    elif isinstance(hook, CategoryHook):
+        found.append((hook.event, hook.run, inspect.iscoroutinefunction(hook.run)))
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"hook {name!r}: timeout must be a positive number, got {timeout!r}")
+        for event, _, is_async in found:
+            if not is_async:
+                raise TypeError(
+                    f"hook {name!r}: timeout={timeout!r} needs an async {event} (async def); "
+                    "a synchronous hook cannot be interrupted"
+                )
+    return [
+        (event, _Registration(name, call, is_async, timeout, fail_open))
+        for event, call, is_async in found
+    ]
+
+
+@final
+class _Observers:
+    """The registered observers' bound methods, resolved once per ``observe``."""
+
+    __slots__ = (
+        "dispatch_finished",
+        "dispatch_started",
+        "failed",
+        "hook_finished",
+        "scope_ended",
+        "scope_started",
+    )
+
+    def __init__(self, observers: Sequence[object]) -> None:
+        def bound(method: str) -> tuple[Callable[..., None], ...]:
+            return tuple(m for o in observers if (m := getattr(o, method, None)) is not None)
+
+        self.scope_started = bound("scope_started")
+        self.scope_ended = bound("scope_ended")
+        self.dispatch_started = bound("dispatch_started")
+        self.hook_finished = bound("hook_finished")
+        self.dispatch_finished = bound("dispatch_finished")
+        self.failed: set[int] = set()
+
+    def notify(self, callbacks: tuple[Callable[..., None], ...], *args: Any) -> None:
+        for callback in callbacks:
+            try:
+                callback(*args)
+            except Exception:
+                # An observer must never break the agent: log its first failure, then stay quiet.
+                key = id(getattr(callback, "__self__", callback))
+                if key not in self.failed:
+                    self.failed.add(key)
+                    logger.exception(
+                        "dispatch observer %r failed; its further failures are not logged", callback
+                    )
+
+
+_OBSERVER_METHODS: Final = ("dispatch_started", "hook_finished", "dispatch_finished")
+
+
+def _is_cancellation(error: BaseException) -> bool:
+    return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
+
+
+# --- the runner -------------------------------------------------------------------------
+
+
+@final
+class HookRunner:
+    """Registers hooks and dispatches lifecycle events to them.
+
+    Args:
+        hooks: Hooks to register, in order (see :meth:`register`).
+
+    Example::
+
+        runner = HookRunner([OTelHook(), enforce([deny("run_command")]), MyHook()])
+        async with runner.session(agent_name="coder") as session:
+            async with session.turn(prompt) as turn:
+                outcome = await turn.call_tool(ToolCall("view_file", {"path": p}), view_file)
+    """
+
+    __slots__ = ("_hooks", "_observer_list", "_observers")
+
+    def __init__(self, hooks: Iterable[object] = ()) -> None:
+        self._hooks: dict[HookEvent, tuple[_Registration, ...]] = {event: () for event in EVENTS}
+        self._observer_list: tuple[object, ...] = ()
+        self._observers: _Observers | None = None
+        for hook in hooks:
+            self.register(hook)
+
+    def register(self, hook: object) -> None:
+        """Register ``hook`` after those already registered.
+
+        Accepted: an instance of a :class:`~hookscope.hooks.Hook` subclass (registered for the
+        methods it overrides), a category hook (``PreToolCallDecideHook`` …), a function
+        decorated with ``@hooks.pre_turn`` and friends, and a :class:`DispatchObserver` (such
+        as ``OTelHook``), which is observed wherever it stands in the list.
+
+        Raises:
+            TypeError: ``hook`` is none of these, or a synchronous hook asks for a timeout.
+            ValueError: ``hook.timeout`` is not a positive number.
+        """
+        registrations = _registrations(hook)
+        is_observer = isinstance(hook, DispatchObserver)
+        if not registrations and not is_observer and not isinstance(hook, (Hook, CategoryHook)):
+            raise TypeError(_not_a_hook(hook))
+        for event, registration in registrations:
+            # Copy-on-write: dispatches in flight keep iterating the tuple they started with.
+            self._hooks[event] = (*self._hooks[event], registration)
+        if is_observer:
+            self.observe(hook)
+
+    def observe(self, observer: object) -> Callable[[], None]:
+        """Tell ``observer`` of every dispatch and scope from now on.
+
+        Args:
+            observer: A :class:`DispatchObserver`, or any object with its three dispatch
+                methods (``scope_started``/``scope_ended`` are optional).
+
+        Returns:
+            A function that stops the observation; calling it again does nothing.
+
+        Raises:
+            TypeError: ``observer`` lacks a dispatch method.
+        """
+        missing = [m for m in _OBSERVER_METHODS if not callable(getattr(observer, m, None))]
+        if missing:
+            raise TypeError(
+                f"cannot observe {observer!r}: it has no {', '.join(missing)}; "
+                "subclass hookscope.runner.DispatchObserver"
+            )
+        self._set_observers((*self._observer_list, observer))
+
+        def undo() -> None:
+            if any(o is observer for o in self._observer_list):
+                self._set_observers(tuple(o for o in self._observer_list if o is not observer))
+
+        return undo
+
+    def _set_observers(self, observers: tuple[object, ...]) -> None:
+        self._observer_list = observers
+        self._observers = _Observers(observers) if observers else None
+
+    def hook_names(self, event: HookEvent) -> tuple[str, ...]:
+        """Names of the hooks registered for ``event``, in dispatch order."""
+        return tuple(r.name for r in self._hooks[event])
+
+    # --- the dispatch loop ---
+
+    async def _dispatch(
+        self, event: HookEvent, context: HookContext, data: Any
+    ) -> tuple[Any, Any, str | None]:
+        """Run ``event``'s hooks; return (result, data as the last hook saw it, decided_by)."""
+        rule = _RULES[event]
+        registrations = self._hooks[event]
+        observers = self._observers
+        if observers is None:
+            if not registrations:
+                return rule.default, data, None
+        else:
+            observers.notify(observers.dispatch_started, event, context, data)
+        fold = _Fold(data, rule.default)
+        decided_by: str | None = None
+        for registration in registrations:
+            started = perf_counter() if observers is not None else 0.0
+            value: Any = None
+            error: Exception | None = None
+            try:
+                if registration.timeout is None:
+                    value = registration.call(context, fold.data)
+                    if registration.is_async or (value is not None and inspect.isawaitable(value)):
+                        value = await value
+                else:
+                    value = await _with_timeout(registration, context, fold.data)
+                stop = rule.step(fold, value)
+            except Exception as exc:
+                error = exc
+                stop = self._hook_failed(rule, registration, event, fold, exc)
+            if observers is not None:
+                observers.notify(
+                    observers.hook_finished,
+                    event,
+                    registration.name,
+                    context,
+                    value,
+                    error,
+                    perf_counter() - started,
+                )
+            if stop:
+                decided_by = registration.name
+                break
+        result = rule.finish(fold)
+        if observers is not None:
+            observers.notify(
+                observers.dispatch_finished, event, context, fold.data, result, decided_by
+            )
+        return result, fold.data, decided_by
+
+    @staticmethod
+    def _hook_failed(
+        rule: _Rule, registration: _Registration, event: HookEvent, fold: _Fold, error: Exception
+    ) -> bool:
+        """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
+        closes = rule.kind == "decide" and not registration.fail_open
+        consequence = "failing closed" if closes else "ignored"
+        if registration.failed_before:
+            logger.debug(
+                "hook %r failed again in %s: %r (%s)", registration.name, event, error, consequence
+            )
+        else:
+            registration.failed_before = True
+            logger.warning(
+                "hook %r failed in %s (%s); later failures of this hook log at DEBUG",
+                registration.name,
+                event,
+                consequence,
+                exc_info=error,
+            )
+        if closes:
+            fold.result = rule.fail_closed(registration.name, event, error)
+        return closes
+
+    # --- low-level dispatch, one coroutine per event (for adapters) ---
+
+    async def dispatch_session_start(self, context: SessionContext) -> None:
+        """Run every ``on_session_start`` hook."""
+        await self._dispatch("on_session_start", context, None)
+
+    async def dispatch_session_end(self, context: SessionContext) -> None:
+        """Run every ``on_session_end`` hook."""
+        await self._dispatch("on_session_end", context, None)
+
+    async def dispatch_pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
+        """Run ``pre_turn`` hooks until one denies; return the deciding result."""
+        return (await self._dispatch("pre_turn", context, prompt))[0]  # type: ignore[no-any-return]
+
+    async def dispatch_post_turn(self, context: TurnContext, response: ChatResponse) -> None:
+        """Run every ``post_turn`` hook."""
+        await self._dispatch("post_turn", context, response)
+
+    async def dispatch_pre_llm_request(
+        self, context: TurnContext, request: LlmRequest
+    ) -> RequestDecision:
+        """Run ``pre_llm_request`` hooks, chaining modifications, until one blocks."""
+        return (await self._dispatch("pre_llm_request", context, request))[0]  # type: ignore[no-any-return]
+
+    async def dispatch_on_llm_response(
+        self, context: TurnContext, response: LlmResponse
+    ) -> ResponseDecision:
+        """Run ``on_llm_response`` hooks until one does not accept."""
+        return (await self._dispatch("on_llm_response", context, response))[0]  # type: ignore[no-any-return]
+
+    async def dispatch_pre_tool_call(
+        self, context: OperationContext, call: ToolCall
+    ) -> tuple[HookResult, ToolCall]:
+        """Run ``pre_tool_call`` hooks until one denies, merging ``modified_args`` in order.
+
+        Returns:
+            The deciding result and the effective call (with every merged modification).
+        """
+        result, effective, _ = await self._dispatch("pre_tool_call", context, call)
+        return result, effective
+
+    async def dispatch_post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
+        """Run every ``post_tool_call`` hook."""
+        await self._dispatch("post_tool_call", context, result)
+
+    async def dispatch_on_tool_error(
+        self, context: OperationContext, error: Exception
+    ) -> Recovery | None:
+        """Run ``on_tool_error`` hooks until one returns a :class:`Recovery`."""
+        return (await self._dispatch("on_tool_error", context, error))[0]  # type: ignore[no-any-return]
+
+    async def dispatch_on_interaction(
+        self, context: OperationContext, questions: Sequence[Question]
+    ) -> Sequence[Answer] | None:
+        """Run ``on_interaction`` hooks until one answers."""
+        return (await self._dispatch("on_interaction", context, questions))[0]  # type: ignore[no-any-return]
+
+    async def dispatch_on_compaction(self, context: TurnContext, summary: str) -> None:
+        """Run every ``on_compaction`` hook."""
+        await self._dispatch("on_compaction", context, summary)
+
+    # --- scopes ---
+
+    def session(self, agent_name: str = "agent", session_id: str | None = None) -> SessionScope:
+        """Open a session: ``async with runner.session(...) as session``.
+
+        Args:
+            agent_name: The agent's name, recorded on every span and metric.
+            session_id: The session's id; a random one when ``None``.
+        """
+        return SessionScope(self, SessionContext(session_id or uuid.uuid4().hex, agent_name))
+
+    def _scope_started(self, context: HookContext) -> None:
+        if self._observers is not None:
+            self._observers.notify(self._observers.scope_started, context)
+
+    def _scope_ended(self, context: HookContext, error: BaseException | None) -> None:
+        if self._observers is not None:
+            self._observers.notify(self._observers.scope_ended, context, error)
+
+
+async def _with_timeout(registration: _Registration, context: HookContext, data: Any) -> Any:
+    timeout = registration.timeout
+    try:
+        return await asyncio.wait_for(registration.call(context, data), timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s") from None
+
+
+def _not_a_hook(hook: object) -> str:
+    accepted = (
+        "accepted: an instance of a hookscope.Hook subclass, a category hook such as "
+        "PreToolCallDecideHook, a function decorated with @hooks.pre_turn (or another event "
+        "decorator), or a DispatchObserver such as OTelHook"
+    )
+    if isinstance(hook, type):
+        name = hook.__name__
+        return f"cannot register the class {name}; register an instance: {name}(). {accepted}"
+    if callable(hook):
+        name = getattr(hook, "__qualname__", repr(hook))
+        return f"cannot register the plain function {name}; decorate it first. {accepted}"
+    return f"cannot register {hook!r}: {accepted}"
+
+
+# --- scopes -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What became of one tool call made through :meth:`TurnScope.call_tool`.
+
+    Args:
+        allowed: ``False`` when a ``pre_tool_call`` hook denied the call (the tool did not run).
+        call: The effective call: the model's call with every hook's ``modified_args``.
+        value: The tool's return value, or the recovery's value.
+        error: The exception the tool raised, when it raised and a hook recovered.
+        recovered: Whether an ``on_tool_error`` hook replaced the error with a value.
+        message: The denial message (for the model) or the recovery's note.
+        decision: The policy decision behind the verdict, when a PolicyEnforcer made one.
+        decided_by: The hook that denied or recovered the call.
+    """
+
+    allowed: bool
+    call: ToolCall
+    value: Any = None
+    error: Exception | None = None
+    recovered: bool = False
+    message: str = ""
+    decision: PolicyDecision | None = None
+    decided_by: str | None = None
+
+
+_OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
+
+
+@final
+class SessionScope:
+    """One agent session; use as ``async with runner.session(...) as session``.
+
+    Entering dispatches ``on_session_start``; leaving dispatches ``on_session_end`` however
+    the block ends, with ``context.outcome`` set to completed, failed or cancelled.
+    """
+
+    __slots__ = ("_runner", "_state", "context")
+
+    def __init__(self, runner: HookRunner, context: SessionContext) -> None:
+        self._runner = runner
+        self._state = _OPEN
+        self.context = context
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self.context.session_id
+
+    async def __aenter__(self) -> SessionScope:
+        if self._state is not _OPEN:
+            raise ScopeError(f"session {self.session_id} was already entered; open a new one")
+        self._state = _ACTIVE
+        self._runner._scope_started(self.context)
+        try:
+            await self._runner.dispatch_session_start(self.context)
+        except BaseException as error:
+            await self._end(error)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._end(exc)
+
+    async def _end(self, error: BaseException | None) -> None:
+        context = self.context
+        if error is None:
+            context.outcome = "completed"
+        else:
+            context.outcome = "cancelled" if _is_cancellation(error) else "failed"
+        self._state = _CLOSED
+        try:
+            await self._runner.dispatch_session_end(context)
+        finally:
+            self._runner._scope_ended(context, error)
+
+    def turn(self, prompt: Any = None) -> TurnScope:
+        """Open the session's next turn: ``async with session.turn(prompt) as turn``."""
+        if self._state is not _ACTIVE:
+            raise ScopeError(
+                f"session {self.session_id} is {self._state}; turns need an active one"
+            )
+        context = self.context
+        turn = TurnContext(context, context.turn_count, prompt)
+        context.turn_count += 1
+        return TurnScope(self._runner, turn)
+
+
+@final
+class TurnScope:
+    """One turn; use as ``async with session.turn(prompt) as turn``.
+
+    Entering dispatches ``pre_turn``: check :attr:`allowed` before doing the turn's work.
+    Leaving an allowed turn without an exception dispatches ``post_turn`` with the response
+    given to :meth:`respond`.
+    """
+
+    __slots__ = ("_response", "_runner", "_state", "context", "result")
+
+    def __init__(self, runner: HookRunner, context: TurnContext) -> None:
+        self._runner = runner
+        self._state = _OPEN
+        self._response: ChatResponse | None = None
+        self.context = context
+        #: The ``pre_turn`` verdict; set when the turn is entered.
+        self.result: HookResult = _ALLOW
+
+    @property
+    def allowed(self) -> bool:
+        """Whether ``pre_turn`` let the turn start."""
+        return self.result.allow
+
+    async def __aenter__(self) -> TurnScope:
+        if self._state is not _OPEN:
+            raise ScopeError(f"turn {self.context.turn_index} was already entered")
+        self._state = _ACTIVE
+        runner, context = self._runner, self.context
+        runner._scope_started(context)
+        try:
+            self.result = await runner.dispatch_pre_turn(context, context.prompt)
+        except BaseException as error:
+            self._close("failed", error)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            self._close("failed", exc)
+        elif not self.allowed:
+            self._close("blocked", None)
+        else:
+            try:
+                await self._runner.dispatch_post_turn(
+                    self.context, self._response or ChatResponse()
+                )
+            except BaseException as error:
+                self._close("failed", error)
+                raise
+            self._close("completed", None)
+
+    def _close(
+        self, outcome: Literal["completed", "blocked", "failed"], error: BaseException | None
+    ) -> None:
+        self._state = _CLOSED
+        self.context.outcome = outcome
+        self._runner._scope_ended(self.context, error)
+
+    def _require_active(self, action: str) -> None:
+        if self._state is not _ACTIVE:
+            raise ScopeError(f"cannot {action}: turn {self.context.turn_index} is {self._state}")
+        if not self.result.allow:
+            raise ScopeError(
+                f"cannot {action}: turn {self.context.turn_index} was blocked by pre_turn "
+                f"({self.result.message!r}); check turn.allowed first"
+            )
+
+    def respond(self, response: ChatResponse) -> None:
+        """Record the turn's answer; ``post_turn`` hooks receive it when the turn ends."""
+        self._require_active("respond")
+        self._response = response
+
+    async def call_tool(self, call: ToolCall, fn: Callable[..., Any]) -> ToolOutcome:
+        """Run one tool call through the hooks.
+
+        ``pre_tool_call`` decides; an allowed call runs ``fn(**effective_args)`` (sync or
+        async; a sync tool runs inline, so hand blocking work to a thread yourself), then
+        ``post_tool_call``; a raising tool goes to ``on_tool_error`` instead.
+
+        Returns:
+            The outcome. A denied call returns ``allowed=False`` with the message for the model.
+
+        Raises:
+            Exception: the tool's own exception, unchanged, when no hook recovered it.
+            ScopeError: the turn is blocked or closed.
+        """
+        self._require_active("call a tool")
+        runner = self._runner
+        operation = OperationContext(self.context, "tool", call, call.id)
+        runner._scope_started(operation)
+        try:
+            outcome = await self._run_tool(operation, call, fn)
+        except BaseException as error:
+            runner._scope_ended(operation, error)
+            raise
+        runner._scope_ended(operation, None)
+        return outcome
+
+    async def _run_tool(
+        self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
+    ) -> ToolOutcome:
+        runner = self._runner
+        verdict, effective, decided_by = await runner._dispatch("pre_tool_call", operation, call)
+        if not verdict.allow:
+            return ToolOutcome(
+                allowed=False,
+                call=effective,
+                message=verdict.message,
+                decision=verdict.decision,
+                decided_by=decided_by,
+            )
+        started = perf_counter()
+        try:
+            value = fn(**effective.args)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as error:
+            recovery, _, recovered_by = await runner._dispatch("on_tool_error", operation, error)
+            if recovery is None:
+                raise  # the tool's own exception, unchanged
+            return ToolOutcome(
+                allowed=True,
+                call=effective,
+                value=recovery.value,
+                error=error,
+                recovered=True,
+                message=recovery.message,
+                decision=verdict.decision,
+                decided_by=recovered_by,
+            )
+        result = ToolResult(effective, value, perf_counter() - started)
+        await runner._dispatch("post_tool_call", operation, result)
+        return ToolOutcome(allowed=True, call=effective, value=value, decision=verdict.decision)
+
+    async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
+        """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""
+        self._require_active("ask")
+        runner = self._runner
+        operation = OperationContext(self.context, "interaction")
+        runner._scope_started(operation)
+        try:
+            answers = await runner.dispatch_on_interaction(operation, questions)
+        except BaseException as error:
+            runner._scope_ended(operation, error)
+            raise
+        runner._scope_ended(operation, None)
+        return answers
+
+    async def compact(self, summary: str) -> None:
+        """Tell ``on_compaction`` hooks the agent compacted its context into ``summary``."""
+        self._require_active("compact")
+        await self._runner.dispatch_on_compaction(self.context, summary)
+
+    async def llm_request(self, request: LlmRequest) -> RequestDecision:
+        """Put a model request to ``pre_llm_request`` hooks: proceed, modify or block."""
+        self._require_active("send a model request")
+        return await self._runner.dispatch_pre_llm_request(self.context, request)
+
+    async def llm_response(self, response: LlmResponse) -> ResponseDecision:
+        """Put a model response to ``on_llm_response`` hooks: accept, block or retry."""
+        self._require_active("receive a model response")
+        return await self._runner.dispatch_on_llm_response(self.context, response)
