@@ -1,0 +1,63 @@
+"""Shared fixtures: a recording observer and a runner factory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from hookscope.context import HookContext
+from hookscope.hooks import HookEvent
+from hookscope.runner import DispatchObserver
+
+
+@dataclass
+class Recorder(DispatchObserver):
+    """Records every observer call as a tuple, in order."""
+
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def scope_started(self, context: HookContext) -> None:
+        self.calls.append(("scope_started", type(context).__name__))
+
+    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
+        outcome = getattr(context, "outcome", None)
+        self.calls.append(
+            (
+                "scope_ended",
+                type(context).__name__,
+                outcome,
+                type(error).__name__ if error else None,
+            )
+        )
+
+    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
+        self.calls.append(("dispatch_started", event))
+
+    def hook_finished(
+        self,
+        event: HookEvent,
+        hook_name: str,
+        context: HookContext,
+        result: Any,
+        error: BaseException | None,
+        duration_s: float,
+    ) -> None:
+        assert duration_s >= 0.0
+        self.calls.append(
+            ("hook_finished", event, hook_name, result, type(error).__name__ if error else None)
+        )
+
+    def dispatch_finished(
+        self, event: HookEvent, context: HookContext, data: Any, result: Any, decided_by: str | None
+    ) -> None:
+        self.calls.append(("dispatch_finished", event, result, decided_by))
+
+    def named(self, kind: str) -> list[tuple[Any, ...]]:
+        return [c for c in self.calls if c[0] == kind]
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
