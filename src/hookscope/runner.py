@@ -512,7 +512,7 @@ class HookRunner:
                     value = await _with_timeout(registration, context, fold.data)
                 stop = rule.step(fold, value)
             except Exception as exc:
-                error = exc
+                value, error = None, exc
                 stop = self._hook_failed(rule, registration, event, fold, exc)
             if observers is not None:
                 observers.notify(
