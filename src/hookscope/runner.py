@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import uuid
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -132,8 +132,9 @@ class _Fold:
 class _Rule:
     """How one event's dispatch treats hook return values and failures.
 
-    ``step`` returns ``True`` to stop the dispatch (the hook decided) and raises
-    :class:`HookFailure` for a return value the event does not accept.
+    ``step`` sees every non-``None`` hook return value (``None`` always means "go on"); it
+    returns ``True`` to stop the dispatch (the hook decided) and raises :class:`HookFailure`
+    for a value the event does not accept.
     """
 
     kind: HookKind = "inspect"
@@ -161,8 +162,6 @@ class _PreTurnRule(_Rule):
     default = _ALLOW
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if value is None:
-            return False
         if type(value) is not HookResult:
             raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
         if not value.allow:
@@ -178,14 +177,16 @@ class _PreToolCallRule(_PreTurnRule):
     """pre_turn's rule plus argument merging and the policy decision behind an allow."""
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if super().step(fold, value):
+        if type(value) is not HookResult:
+            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+        if not value.allow:
+            fold.result = value
             return True
-        if value is not None:
-            if value.modified_args:
-                call: ToolCall = fold.data
-                fold.data = call.with_args({**call.args, **value.modified_args})
-            if value.decision is not None:
-                fold.extra = value.decision
+        if value.modified_args:
+            call: ToolCall = fold.data
+            fold.data = call.with_args({**call.args, **value.modified_args})
+        if value.decision is not None:
+            fold.extra = value.decision
         return False
 
     def finish(self, fold: _Fold) -> Any:
@@ -206,8 +207,6 @@ class _PreLlmRequestRule(_Rule):
     default = RequestDecision.proceed()
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if value is None:
-            return False
         if type(value) is not RequestDecision:
             raise HookFailure(f"returned {type(value).__name__}, expected RequestDecision or None")
         if value.action == "block":
@@ -234,8 +233,6 @@ class _OnLlmResponseRule(_Rule):
     default = ResponseDecision.accept()
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if value is None:
-            return False
         if type(value) is not ResponseDecision:
             raise HookFailure(f"returned {type(value).__name__}, expected ResponseDecision or None")
         if value.action != "accept":
@@ -251,8 +248,6 @@ class _OnToolErrorRule(_Rule):
     kind = "transform"
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if value is None:
-            return False
         if type(value) is not Recovery:
             raise HookFailure(f"returned {type(value).__name__}, expected Recovery or None")
         fold.result = value
@@ -263,8 +258,6 @@ class _OnInteractionRule(_Rule):
     kind = "transform"
 
     def step(self, fold: _Fold, value: Any) -> bool:
-        if value is None:
-            return False
         fold.result = value
         return True
 
@@ -359,9 +352,9 @@ class _Observers:
     """The registered observers' bound methods, resolved once per ``observe``."""
 
     __slots__ = (
+        "_failed",
         "dispatch_finished",
         "dispatch_started",
-        "failed",
         "hook_finished",
         "scope_ended",
         "scope_started",
@@ -376,23 +369,35 @@ class _Observers:
         self.dispatch_started = bound("dispatch_started")
         self.hook_finished = bound("hook_finished")
         self.dispatch_finished = bound("dispatch_finished")
-        self.failed: set[int] = set()
+        self._failed: set[int] = set()
 
     def notify(self, callbacks: tuple[Callable[..., None], ...], *args: Any) -> None:
         for callback in callbacks:
             try:
                 callback(*args)
             except Exception:
-                # An observer must never break the agent: log its first failure, then stay quiet.
-                key = id(getattr(callback, "__self__", callback))
-                if key not in self.failed:
-                    self.failed.add(key)
-                    logger.exception(
-                        "dispatch observer %r failed; its further failures are not logged", callback
-                    )
+                self.failed(callback)
+
+    def failed(self, callback: Callable[..., None]) -> None:
+        """Log an observer's first failure, then stay quiet: it must never break the agent.
+
+        Call from the ``except`` block that caught the failure.
+        """
+        key = id(getattr(callback, "__self__", callback))
+        if key not in self._failed:
+            self._failed.add(key)
+            logger.exception(
+                "dispatch observer %r failed; its further failures are not logged", callback
+            )
 
 
 _OBSERVER_METHODS: Final = ("dispatch_started", "hook_finished", "dispatch_finished")
+
+
+def _is_awaitable(value: object) -> bool:
+    # inspect.isawaitable falls through to a slow ABC check for plain values; most hook and
+    # tool results are plain values, so test the type's protocol first.
+    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
 
 
 def _is_cancellation(error: BaseException) -> bool:
@@ -496,42 +501,47 @@ class HookRunner:
             if not registrations:
                 return rule.default, data, None
         else:
-            observers.notify(observers.dispatch_started, event, context, data)
+            for callback in observers.dispatch_started:
+                try:
+                    callback(event, context, data)
+                except Exception:
+                    observers.failed(callback)
         fold = _Fold(data, rule.default)
         decided_by: str | None = None
+        started = 0.0
         for registration in registrations:
-            started = perf_counter() if observers is not None else 0.0
-            value: Any = None
+            if observers is not None:
+                started = perf_counter()
             error: Exception | None = None
             try:
                 if registration.timeout is None:
                     value = registration.call(context, fold.data)
-                    if registration.is_async or (value is not None and inspect.isawaitable(value)):
+                    if registration.is_async or (value is not None and _is_awaitable(value)):
                         value = await value
                 else:
                     value = await _with_timeout(registration, context, fold.data)
-                stop = rule.step(fold, value)
+                # ``None`` never stops a dispatch nor breaks a rule: skip the rule for it.
+                stop = value is not None and rule.step(fold, value)
             except Exception as exc:
                 value, error = None, exc
                 stop = self._hook_failed(rule, registration, event, fold, exc)
             if observers is not None:
-                observers.notify(
-                    observers.hook_finished,
-                    event,
-                    registration.name,
-                    context,
-                    value,
-                    error,
-                    perf_counter() - started,
-                )
+                duration = perf_counter() - started
+                for callback in observers.hook_finished:
+                    try:
+                        callback(event, registration.name, context, value, error, duration)
+                    except Exception:
+                        observers.failed(callback)
             if stop:
                 decided_by = registration.name
                 break
         result = rule.finish(fold)
         if observers is not None:
-            observers.notify(
-                observers.dispatch_finished, event, context, fold.data, result, decided_by
-            )
+            for callback in observers.dispatch_finished:
+                try:
+                    callback(event, context, fold.data, result, decided_by)
+                except Exception:
+                    observers.failed(callback)
         return result, fold.data, decided_by
 
     @staticmethod
@@ -628,7 +638,7 @@ class HookRunner:
             agent_name: The agent's name, recorded on every span and metric.
             session_id: The session's id; a random one when ``None``.
         """
-        return SessionScope(self, SessionContext(session_id or uuid.uuid4().hex, agent_name))
+        return SessionScope(self, SessionContext(session_id or os.urandom(16).hex(), agent_name))
 
     def _scope_started(self, context: HookContext) -> None:
         if self._observers is not None:
@@ -691,6 +701,7 @@ class ToolOutcome:
 
 
 _OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
+_NO_RESPONSE: Final = ChatResponse()
 
 
 @final
@@ -806,9 +817,7 @@ class TurnScope:
             self._close("blocked", None)
         else:
             try:
-                await self._runner.dispatch_post_turn(
-                    self.context, self._response or ChatResponse()
-                )
+                await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
             except BaseException as error:
                 self._close("failed", error)
                 raise
@@ -877,7 +886,7 @@ class TurnScope:
         started = perf_counter()
         try:
             value = fn(**effective.args)
-            if inspect.isawaitable(value):
+            if value is not None and _is_awaitable(value):
                 value = await value
         except Exception as error:
             recovery, _, recovered_by = await runner._dispatch("on_tool_error", operation, error)
