@@ -1,5 +1,6 @@
 """hookscope: OpenTelemetry-native lifecycle hooks, policy and tracing for AI agents."""
 
+from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import Hook
 from hookscope.types import (
@@ -35,4 +36,5 @@ __all__ = [
     "ToolResult",
     "TurnContext",
     "Usage",
+    "__version__",
 ]

@@ -88,12 +88,12 @@ class SessionContext(HookContext):
 
     Args:
         session_id: Unique id of the session.
-        agent_name: Name of the agent running it.
+        agent_name: Name of the agent running it; empty when the agent did not say.
     """
 
     __slots__ = ("agent_name", "outcome", "session_id", "turn_count")
 
-    def __init__(self, session_id: str, agent_name: str = "agent") -> None:
+    def __init__(self, session_id: str, agent_name: str = "") -> None:
         super().__init__(None)
         self.session_id = session_id
         self.agent_name = agent_name

@@ -631,11 +631,12 @@ class HookRunner:
 
     # --- scopes ---
 
-    def session(self, agent_name: str = "agent", session_id: str | None = None) -> SessionScope:
+    def session(self, agent_name: str = "", session_id: str | None = None) -> SessionScope:
         """Open a session: ``async with runner.session(...) as session``.
 
         Args:
-            agent_name: The agent's name, recorded on every span and metric.
+            agent_name: The agent's name, recorded on every span and metric (telemetry falls
+                back to its own default when empty).
             session_id: The session's id; a random one when ``None``.
         """
         return SessionScope(self, SessionContext(session_id or os.urandom(16).hex(), agent_name))

@@ -1,0 +1,106 @@
+"""Opt-in capture of prompts, tool arguments, results and responses.
+
+Content is not recorded unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says
+where: ``SPAN_ONLY`` (span attributes), ``EVENT_ONLY`` (the matching span events) or
+``SPAN_AND_EVENT``. ``NO_CONTENT`` or an unset variable keeps it off; any other value is a
+configuration error, never a silent default. Captured values are JSON, truncated, and values
+under secret-looking keys are always replaced by ``[REDACTED]``, at any depth.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "CAPTURE_ENV",
+    "DEFAULT_MAX_LENGTH",
+    "REDACTED",
+    "ContentCapture",
+    "capture_from_env",
+    "redact",
+    "render",
+]
+
+CAPTURE_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+#: Characters kept of a captured value; longer values end with an ellipsis marker.
+DEFAULT_MAX_LENGTH: Final = 2048
+REDACTED: Final = "[REDACTED]"
+_SECRET_KEY: Final = re.compile(
+    r"token|secret|passw(or)?d|api[_-]?key|authorization|cookie|credential|private[_-]?key",
+    re.IGNORECASE,
+)
+
+
+class ContentCapture(enum.Enum):
+    """Where captured content goes."""
+
+    NO_CONTENT = "NO_CONTENT"
+    SPAN_ONLY = "SPAN_ONLY"
+    EVENT_ONLY = "EVENT_ONLY"
+    SPAN_AND_EVENT = "SPAN_AND_EVENT"
+
+    @property
+    def on_spans(self) -> bool:
+        """Whether content goes into span attributes."""
+        return self in (ContentCapture.SPAN_ONLY, ContentCapture.SPAN_AND_EVENT)
+
+    @property
+    def on_events(self) -> bool:
+        """Whether content goes into span event attributes."""
+        return self in (ContentCapture.EVENT_ONLY, ContentCapture.SPAN_AND_EVENT)
+
+
+def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture:
+    """Read the capture mode from ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+
+    Raises:
+        ValueError: the variable holds something other than the four modes.
+    """
+    raw = (os.environ if environ is None else environ).get(CAPTURE_ENV, "").strip()
+    if not raw:
+        return ContentCapture.NO_CONTENT
+    try:
+        return ContentCapture(raw.upper())
+    except ValueError:
+        modes = ", ".join(mode.value for mode in ContentCapture)
+        raise ValueError(
+            f"{CAPTURE_ENV}={raw!r} is not a capture mode; use one of {modes} "
+            "(or unset it to record no content)"
+        ) from None
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with every value under a secret-looking key replaced."""
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) else redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(item) for item in value]
+    return value
+
+
+def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH) -> str:
+    """``value`` redacted, as JSON (``repr`` for what JSON cannot hold), truncated."""
+    text = value if isinstance(value, str) else json.dumps(redact(_plain(value)), default=repr)
+    if len(text) > max_length:
+        return f"{text[:max_length]}…[truncated {len(text) - max_length} chars]"
+    return text
+
+
+def _plain(value: Any) -> Any:
+    # Dataclasses from hookscope.types (ChatResponse, Question …) render as their fields.
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if fields is not None:
+        return {name: _plain(getattr(value, name)) for name in fields}
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

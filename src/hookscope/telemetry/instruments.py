@@ -1,0 +1,305 @@
+"""hookscope's metric instruments: created once, cheap to update, bounded in cardinality.
+
+A synchronous ``counter.add`` or ``histogram.record`` in the OpenTelemetry SDK validates and
+hashes its attributes on every call (~15 µs each on a small VM). An agent emits a dozen
+measurements per tool call, so hookscope keeps them off the hot path:
+
+* counters are pre-aggregated in process (a dict increment) and reported through
+  observable instruments when a reader collects;
+* histogram values are queued and recorded into the SDK histogram when a reader collects
+  (or when the queue reaches :data:`FLUSH_THRESHOLD`, which bounds memory);
+* attribute dicts are built once per distinct attribute set and reused.
+
+Tool, rule, model, hook and error-type values pass a :class:`CardinalityGuard`: after
+``limit`` distinct values an instrument reports further ones as ``_other``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, final
+
+from opentelemetry.context import Context
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+
+from hookscope.telemetry import semconv as sc
+
+__all__ = ["FLUSH_THRESHOLD", "CardinalityGuard", "Instruments"]
+
+#: Queued histogram values that trigger an immediate flush (bounds memory between collections).
+FLUSH_THRESHOLD: Final = 4096
+#: Distinct values of a guarded attribute an instrument reports before using ``_other``.
+DEFAULT_CARDINALITY_LIMIT: Final = 100
+
+AttributeValue = str | int | bool
+Key = tuple[AttributeValue | None, ...]
+# Histogram values are recorded without the current context: recording happens at collection
+# time, where the current span is unrelated to the measurement.
+_NO_CONTEXT: Final = Context()
+
+
+@final
+class CardinalityGuard:
+    """Admits the first ``limit`` distinct values; maps every later one to ``_other``."""
+
+    __slots__ = ("_lock", "_seen", "limit")
+
+    def __init__(self, limit: int = DEFAULT_CARDINALITY_LIMIT) -> None:
+        if limit < 1:
+            raise ValueError(f"cardinality limit must be at least 1, got {limit}")
+        self.limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        with self._lock:
+            if len(self._seen) < self.limit:
+                self._seen.add(value)
+                return value
+        return sc.OVERFLOW_VALUE
+
+
+def _attributes(names: Sequence[str], key: Key) -> dict[str, AttributeValue]:
+    # ``None`` means "not applicable" (no rule matched, no error): the attribute is left out.
+    return {name: value for name, value in zip(names, key, strict=True) if value is not None}
+
+
+@final
+class _Counts:
+    """A cumulative counter (or up-down counter) aggregated in process."""
+
+    __slots__ = ("_attributes", "_counts", "_lock", "_names")
+
+    def __init__(
+        self,
+        meter: Meter,
+        name: str,
+        unit: str,
+        description: str,
+        names: Sequence[str],
+        *,
+        up_down: bool = False,
+    ) -> None:
+        self._names = tuple(names)
+        self._counts: dict[Key, int] = {}
+        self._attributes: dict[Key, dict[str, AttributeValue]] = {}
+        self._lock = threading.Lock()
+        create = (
+            meter.create_observable_up_down_counter if up_down else meter.create_observable_counter
+        )
+        create(name, callbacks=[self._observe], unit=unit, description=description)
+
+    def add(self, key: Key, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + amount
+
+    def value(self, key: Key) -> int:
+        return self._counts.get(key, 0)
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            counts = list(self._counts.items())
+        observations = []
+        for key, count in counts:
+            attributes = self._attributes.get(key)
+            if attributes is None:
+                attributes = self._attributes[key] = _attributes(self._names, key)
+            observations.append(Observation(count, attributes))
+        return observations
+
+
+@final
+class _Histogram:
+    """A histogram whose values are queued and recorded in batches."""
+
+    __slots__ = ("_attributes", "_histogram", "_names", "_pending")
+
+    def __init__(
+        self,
+        meter: Meter,
+        name: str,
+        unit: str,
+        description: str,
+        names: Sequence[str],
+        boundaries: Sequence[float],
+    ) -> None:
+        self._names = tuple(names)
+        self._histogram = meter.create_histogram(
+            name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
+        )
+        # deque.append and popleft are atomic: the agent's thread appends while a reader's
+        # thread drains, without a lock.
+        self._pending: deque[tuple[float, Key]] = deque()
+        self._attributes: dict[Key, dict[str, AttributeValue]] = {}
+
+    def record(self, value: float, key: Key) -> None:
+        self._pending.append((value, key))
+        if len(self._pending) >= FLUSH_THRESHOLD:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, record, cache = self._pending, self._histogram.record, self._attributes
+        while True:
+            try:
+                value, key = pending.popleft()
+            except IndexError:
+                return
+            attributes = cache.get(key)
+            if attributes is None:
+                attributes = cache[key] = _attributes(self._names, key)
+            record(value, attributes, context=_NO_CONTEXT)
+
+
+@final
+class Instruments:
+    """Every hookscope metric, bound to one meter provider.
+
+    Args:
+        meter_provider: Where the instruments live.
+        cardinality_limit: Distinct tool, rule, model, hook or error-type values kept per
+            instrument before the rest are reported as ``_other``.
+    """
+
+    def __init__(
+        self, meter_provider: MeterProvider, cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT
+    ) -> None:
+        from hookscope import __version__
+
+        meter = meter_provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__)
+        agent, tool, outcome = sc.GEN_AI_AGENT_NAME, sc.GEN_AI_TOOL_NAME, sc.TOOL_OUTCOME
+        hook, event = sc.HOOK_NAME, sc.HOOK_EVENT
+
+        def guard() -> Callable[[str], str]:
+            return CardinalityGuard(cardinality_limit)
+
+        self.tool_name = guard()
+        self.rule_name = guard()
+        self.model_name = guard()
+        self.hook_name = guard()
+        self.error_type = guard()
+
+        self.tool_calls = _Counts(
+            meter, sc.METRIC_TOOL_CALLS, "{call}", "Tool calls by outcome", (tool, agent, outcome)
+        )
+        self.policy_decisions = _Counts(
+            meter,
+            sc.METRIC_POLICY_DECISIONS,
+            "{decision}",
+            "Decisions on tool calls, by rule",
+            (
+                agent,
+                tool,
+                sc.POLICY_DECISION,
+                sc.POLICY_OUTCOME,
+                sc.POLICY_RULE,
+                sc.POLICY_BUCKET,
+            ),
+        )
+        self.tool_errors = _Counts(
+            meter,
+            sc.METRIC_TOOL_ERRORS,
+            "{error}",
+            "Tool errors, recovered or not",
+            (agent, tool, sc.ERROR_TYPE, sc.RECOVERY_RECOVERED),
+        )
+        self.turns = _Counts(
+            meter, sc.METRIC_TURNS, "{turn}", "Turns by outcome", (agent, sc.TURN_OUTCOME)
+        )
+        self.sessions = _Counts(
+            meter, sc.METRIC_SESSIONS, "{session}", "Sessions started", (agent,)
+        )
+        self.sessions_active = _Counts(
+            meter,
+            sc.METRIC_SESSIONS_ACTIVE,
+            "{session}",
+            "Sessions running now",
+            (agent,),
+            up_down=True,
+        )
+        self.hook_failures = _Counts(
+            meter,
+            sc.METRIC_HOOK_FAILURES,
+            "{failure}",
+            "Hooks that raised or timed out",
+            (agent, hook, event, sc.ERROR_TYPE),
+        )
+        self.interactions = _Counts(
+            meter,
+            sc.METRIC_INTERACTIONS,
+            "{interaction}",
+            "Questions to the user, by outcome",
+            (agent, sc.INTERACTION_OUTCOME),
+        )
+        self.compactions = _Counts(
+            meter, sc.METRIC_COMPACTIONS, "{compaction}", "Context compactions", (agent,)
+        )
+        self.guardrail_verdicts = _Counts(
+            meter,
+            sc.METRIC_GUARDRAIL_VERDICTS,
+            "{verdict}",
+            "Model request and response guardrail verdicts",
+            (agent, sc.GUARDRAIL_STAGE, sc.GUARDRAIL_VERDICT),
+        )
+        self.tool_duration = _Histogram(
+            meter,
+            sc.METRIC_TOOL_DURATION,
+            "s",
+            "Time a tool took to run",
+            (agent, tool, sc.ERROR_TYPE, outcome),
+            sc.DURATION_BUCKETS_S,
+        )
+        self.turn_duration = _Histogram(
+            meter,
+            sc.METRIC_TURN_DURATION,
+            "s",
+            "Time a turn took",
+            (agent, sc.TURN_OUTCOME),
+            sc.TURN_DURATION_BUCKETS_S,
+        )
+        self.token_usage = _Histogram(
+            meter,
+            sc.METRIC_TOKEN_USAGE,
+            "{token}",
+            "Tokens per model response",
+            (agent, sc.GEN_AI_TOKEN_TYPE, sc.GEN_AI_REQUEST_MODEL),
+            sc.TOKEN_BUCKETS,
+        )
+        self.hook_duration = _Histogram(
+            meter,
+            sc.METRIC_HOOK_DURATION,
+            "s",
+            "Time each hook took per dispatch (hookscope's overhead on the agent)",
+            (agent, hook, event),
+            sc.HOOK_DURATION_BUCKETS_S,
+        )
+        self._histograms = (
+            self.tool_duration,
+            self.turn_duration,
+            self.token_usage,
+            self.hook_duration,
+        )
+        # Queued histogram values must be recorded before the SDK aggregates a collection.
+        # Observable callbacks run first, in registration order: flush from the first one.
+        meter.create_observable_gauge(
+            "hookscope.telemetry.queued",
+            callbacks=[self._flush_before_collect],
+            unit="{measurement}",
+            description="Histogram values queued for recording (0 after each collection)",
+        )
+
+    def flush(self) -> None:
+        """Record every queued histogram value now."""
+        for histogram in self._histograms:
+            histogram.flush()
+
+    def _flush_before_collect(self, options: CallbackOptions) -> Iterable[Observation]:
+        self.flush()
+        return [Observation(0)]
+
+    def agent_key(self, agent: str) -> tuple[Any, ...]:
+        """The attribute key of the per-agent instruments."""
+        return (agent,)

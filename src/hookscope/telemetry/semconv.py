@@ -1,0 +1,230 @@
+"""Every telemetry name hookscope emits, once.
+
+Dashboards, alert rules and tests use these names (or their Prometheus forms, see
+:data:`PROMETHEUS_NAMES`); nothing else in hookscope spells an attribute or metric name as a
+literal. GenAI semantic-convention names come from ``opentelemetry-semantic-conventions``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_AGENT_NAME,
+    GEN_AI_CONVERSATION_ID,
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_TOKEN_TYPE,
+    GEN_AI_TOOL_CALL_ARGUMENTS,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.session_attributes import SESSION_ID
+from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import GEN_AI_CLIENT_TOKEN_USAGE
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+
+from hookscope.hooks import HookEvent
+
+__all__ = [
+    "ERROR_TYPE",
+    "GEN_AI_AGENT_NAME",
+    "GEN_AI_CONVERSATION_ID",
+    "GEN_AI_INPUT_MESSAGES",
+    "GEN_AI_OPERATION_NAME",
+    "GEN_AI_OUTPUT_MESSAGES",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_TOKEN_TYPE",
+    "GEN_AI_TOOL_CALL_ARGUMENTS",
+    "GEN_AI_TOOL_CALL_ID",
+    "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_NAME",
+    "GEN_AI_USAGE_INPUT_TOKENS",
+    "GEN_AI_USAGE_OUTPUT_TOKENS",
+    "SESSION_ID",
+]
+
+INSTRUMENTATION_SCOPE: Final = "hookscope"
+
+# --- span names (formatted with the agent, tool or model name) ---
+SPAN_SESSION: Final = "session {}"
+SPAN_TURN: Final = "invoke_agent {}"
+SPAN_TOOL: Final = "execute_tool {}"
+SPAN_INTERACTION: Final = "interaction {}"
+SPAN_CHAT: Final = "chat {}"
+
+# --- gen_ai.operation.name values ---
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+OPERATION_CHAT: Final = "chat"
+
+# --- OpenInference span kinds, so Phoenix groups spans well ---
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+KIND_AGENT: Final = "AGENT"
+KIND_CHAIN: Final = "CHAIN"
+KIND_TOOL: Final = "TOOL"
+KIND_LLM: Final = "LLM"
+
+# --- hookscope attributes ---
+SESSION_OUTCOME: Final = "hookscope.session.outcome"
+SESSION_TURNS: Final = "hookscope.session.turns"
+SESSION_TOOL_CALLS: Final = "hookscope.session.tool_calls"
+SESSION_DENIED_CALLS: Final = "hookscope.session.denied_calls"
+SESSION_TOOL_ERRORS: Final = "hookscope.session.tool_errors"
+TURN_INDEX: Final = "hookscope.turn.index"
+TURN_OUTCOME: Final = "hookscope.turn.outcome"
+TURN_ALLOWED: Final = "hookscope.turn.allowed"
+TURN_DECIDED_BY: Final = "hookscope.turn.decided_by"
+TURN_MESSAGE: Final = "hookscope.turn.message"
+TOOL_SERVER: Final = "hookscope.tool.server"
+TOOL_OUTCOME: Final = "hookscope.tool.outcome"
+POLICY_DECISION: Final = "hookscope.policy.decision"
+POLICY_OUTCOME: Final = "hookscope.policy.outcome"
+POLICY_RULE: Final = "hookscope.policy.rule"
+POLICY_BUCKET: Final = "hookscope.policy.bucket"
+POLICY_REASON: Final = "hookscope.policy.reason"
+POLICY_DECIDED_BY: Final = "hookscope.policy.decided_by"
+RECOVERY_RECOVERED: Final = "hookscope.recovery.recovered"
+RECOVERY_HOOK: Final = "hookscope.recovery.hook"
+INTERACTION_OUTCOME: Final = "hookscope.interaction.outcome"
+INTERACTION_ANSWERED_BY: Final = "hookscope.interaction.answered_by"
+INTERACTION_QUESTIONS: Final = "hookscope.interaction.questions"
+COMPACTION_SUMMARY_LENGTH: Final = "hookscope.compaction.summary_length"
+GUARDRAIL_STAGE: Final = "hookscope.guardrail.stage"
+GUARDRAIL_VERDICT: Final = "hookscope.guardrail.verdict"
+GUARDRAIL_REQUEST: Final = "hookscope.guardrail.request"
+GUARDRAIL_RESPONSE: Final = "hookscope.guardrail.response"
+GUARDRAIL_DECIDED_BY: Final = "hookscope.guardrail.decided_by"
+GUARDRAIL_REASON: Final = "hookscope.guardrail.reason"
+HOOK_NAME: Final = "hookscope.hook.name"
+HOOK_EVENT: Final = "hookscope.hook.event"
+
+# --- attribute values ---
+TOOL_SUCCEEDED: Final = "succeeded"
+TOOL_FAILED: Final = "failed"
+TOOL_RECOVERED: Final = "recovered"
+TOOL_DENIED: Final = "denied"
+POLICY_ALLOWED: Final = "allowed"
+POLICY_DENIED: Final = "denied"
+INTERACTION_ANSWERED: Final = "answered"
+INTERACTION_UNANSWERED: Final = "unanswered"
+TOKEN_INPUT: Final = "input"
+TOKEN_OUTPUT: Final = "output"
+STAGE_REQUEST: Final = "request"
+STAGE_RESPONSE: Final = "response"
+#: What a guarded value becomes when it would exceed an instrument's cardinality limit.
+OVERFLOW_VALUE: Final = "_other"
+
+# --- span events: one per lifecycle method, plus hook failures ---
+EVENT_NAMES: Final[dict[HookEvent, str]] = {
+    "on_session_start": "hookscope.session_start",
+    "on_session_end": "hookscope.session_end",
+    "pre_turn": "hookscope.pre_turn",
+    "post_turn": "hookscope.post_turn",
+    "pre_llm_request": "hookscope.pre_llm_request",
+    "on_llm_response": "hookscope.llm_response",
+    "pre_tool_call": "hookscope.pre_tool_call",
+    "post_tool_call": "hookscope.post_tool_call",
+    "on_tool_error": "hookscope.tool_error",
+    "on_interaction": "hookscope.interaction",
+    "on_compaction": "hookscope.compaction",
+}
+EVENT_HOOK_FAILURE: Final = "hookscope.hook_failure"
+
+# --- metrics ---
+METRIC_TOOL_CALLS: Final = "hookscope.tool.calls"
+METRIC_POLICY_DECISIONS: Final = "hookscope.policy.decisions"
+METRIC_TOOL_ERRORS: Final = "hookscope.tool.errors"
+METRIC_TURNS: Final = "hookscope.turns"
+METRIC_SESSIONS: Final = "hookscope.sessions"
+METRIC_SESSIONS_ACTIVE: Final = "hookscope.sessions.active"
+METRIC_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
+METRIC_TURN_DURATION: Final = "gen_ai.invoke_agent.duration"
+METRIC_TOKEN_USAGE: Final = GEN_AI_CLIENT_TOKEN_USAGE
+METRIC_HOOK_DURATION: Final = "hookscope.hook.duration"
+METRIC_HOOK_FAILURES: Final = "hookscope.hook.failures"
+METRIC_INTERACTIONS: Final = "hookscope.interactions"
+METRIC_COMPACTIONS: Final = "hookscope.compactions"
+METRIC_GUARDRAIL_VERDICTS: Final = "hookscope.guardrail.verdicts"
+
+#: The name each metric has in Prometheus (scrape endpoint or Collector), as dashboards and
+#: alert rules use it. Histograms expose ``_bucket``, ``_sum`` and ``_count`` series.
+PROMETHEUS_NAMES: Final[dict[str, str]] = {
+    METRIC_TOOL_CALLS: "hookscope_tool_calls_total",
+    METRIC_POLICY_DECISIONS: "hookscope_policy_decisions_total",
+    METRIC_TOOL_ERRORS: "hookscope_tool_errors_total",
+    METRIC_TURNS: "hookscope_turns_total",
+    METRIC_SESSIONS: "hookscope_sessions_total",
+    METRIC_SESSIONS_ACTIVE: "hookscope_sessions_active",
+    METRIC_TOOL_DURATION: "gen_ai_execute_tool_duration_seconds",
+    METRIC_TURN_DURATION: "gen_ai_invoke_agent_duration_seconds",
+    METRIC_TOKEN_USAGE: "gen_ai_client_token_usage",
+    METRIC_HOOK_DURATION: "hookscope_hook_duration_seconds",
+    METRIC_HOOK_FAILURES: "hookscope_hook_failures_total",
+    METRIC_INTERACTIONS: "hookscope_interactions_total",
+    METRIC_COMPACTIONS: "hookscope_compactions_total",
+    METRIC_GUARDRAIL_VERDICTS: "hookscope_guardrail_verdicts_total",
+}
+
+#: Explicit bucket boundaries in seconds: the SDK's defaults (0 … 10000) suit milliseconds.
+#: Tool calls span sub-millisecond lookups to multi-second commands.
+DURATION_BUCKETS_S: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
+#: Hook overhead is microseconds to milliseconds; a slow hook is one above ~10 ms.
+HOOK_DURATION_BUCKETS_S: Final = (
+    0.00001,
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+)
+#: Turns include model calls: seconds to minutes.
+TURN_DURATION_BUCKETS_S: Final = (
+    0.01,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    320.0,
+)
+#: Powers of four, as the GenAI conventions advise for token counts.
+TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(13))
