@@ -26,17 +26,16 @@ def view_file(path: str) -> str:
 
 async def main() -> None:
     runner = HookRunner([Guard()])
-    async with runner.session(agent_name="coder") as session:
-        async with session.turn("tidy the repo") as turn:
-            for call in [
-                ToolCall("view_file", {"path": "README.md"}),
-                ToolCall("run_command", {"cmd": "rm -rf /"}),
-            ]:
-                tools = {"view_file": view_file, "run_command": print}
-                outcome = await turn.call_tool(call, tools[call.name])
-                if not outcome.allowed:
-                    print(f"  {call.name} denied by {outcome.decided_by}: {outcome.message}")
-            turn.respond(ChatResponse("Done."))
+    async with runner.session(agent_name="coder") as session, session.turn("tidy up") as turn:
+        for call in [
+            ToolCall("view_file", {"path": "README.md"}),
+            ToolCall("run_command", {"cmd": "rm -rf /"}),
+        ]:
+            tools = {"view_file": view_file, "run_command": print}
+            outcome = await turn.call_tool(call, tools[call.name])
+            if not outcome.allowed:
+                print(f"  {call.name} denied by {outcome.decided_by}: {outcome.message}")
+        turn.respond(ChatResponse("Done."))
     print(f"session {session.session_id[:8]} {session.context.outcome}")
 
 

@@ -22,6 +22,7 @@ def test_one_hook_example_governs_and_narrates_the_loop() -> None:
         "  view_file{'path': 'README.md'} -> '<contents of README.md>'",
         "  run_command denied by Guard: shell commands need a human",
     ]
-    assert lines[2].startswith("session ") and lines[2].endswith(" completed")
+    assert lines[2].startswith("session ")
+    assert lines[2].endswith(" completed")
     assert len(lines) == 3
     assert run.stderr == ""

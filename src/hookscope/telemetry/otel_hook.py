@@ -333,9 +333,8 @@ class OTelHook(DispatchObserver):
             return
         outcome = scope.outcome or (sc.TOOL_FAILED if error is not None else sc.TOOL_SUCCEEDED)
         span.set_attribute(sc.TOOL_OUTCOME, outcome)
-        error_type = scope.error_type
-        if error is not None:
-            error_type = _fail(span, error)
+        raised = scope.error_type  # set when the tool raised (recovered or not)
+        error_type = _fail(span, error) if error is not None else raised
         instruments = self.instruments
         tool = instruments.tool_name(scope.tool)
         instruments.tool_calls.add((tool, agent, outcome))
@@ -351,7 +350,7 @@ class OTelHook(DispatchObserver):
             session.tool_calls += 1
             if outcome == sc.TOOL_DENIED:
                 session.denied_calls += 1
-            elif error_type is not None:
+            elif raised is not None:
                 session.tool_errors += 1
 
     # --- dispatches ---
