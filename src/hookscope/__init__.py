@@ -1,8 +1,18 @@
-"""hookscope: OpenTelemetry-native lifecycle hooks, policy and tracing for AI agents."""
+"""hookscope: OpenTelemetry-native lifecycle hooks, policy and tracing for AI agents.
 
+The core (hooks, runner, policy) imports without the OpenTelemetry SDK; the telemetry names
+re-exported here (``OTelHook``, ``configure`` …) load it on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookscope import hooks
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import Hook
+from hookscope.runner import DispatchObserver, HookRunner, ScopeError, ToolOutcome
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -18,23 +28,44 @@ from hookscope.types import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from hookscope.telemetry import ContentCapture, OTelHook
+
+_TELEMETRY = {"ContentCapture", "OTelHook"}
+
 __all__ = [
     "Answer",
     "ChatResponse",
+    "ContentCapture",
+    "DispatchObserver",
     "Hook",
     "HookContext",
     "HookResult",
+    "HookRunner",
     "LlmRequest",
     "LlmResponse",
+    "OTelHook",
     "OperationContext",
     "Question",
     "Recovery",
     "RequestDecision",
     "ResponseDecision",
+    "ScopeError",
     "SessionContext",
     "ToolCall",
+    "ToolOutcome",
     "ToolResult",
     "TurnContext",
     "Usage",
     "__version__",
+    "hooks",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy re-export: importing hookscope (or hookscope.runner) must not load the OTel SDK.
+    if name in _TELEMETRY:
+        from hookscope import telemetry
+
+        return getattr(telemetry, name)
+    raise AttributeError(f"module 'hookscope' has no attribute {name!r}")
