@@ -1,0 +1,183 @@
+"""The ``hookscope`` command.
+
+``hookscope policy explain --policies MODULE:ATTR --call JSON [--mcp-server NAME ...]``
+    Load the rules ``ATTR`` names in the importable module ``MODULE`` (a list of rules, a
+    single rule, or a built ``PolicyEnforcer``), decide one tool call as the enforcer would,
+    and print the decision, its bucket, the deciding rule and why. ``JSON`` is an object
+    ``{"name": "...", "args": {...}, "server": null, "id": ""}``; only ``name`` is required.
+    ``--mcp-server`` registers the MCP servers ``server/...`` rules name (an enforcer brings
+    its own). The current directory is importable. Conditions run; ask handlers are **not**
+    called: a call that would ask the user is reported as such.
+
+    Exit status: 0 the call is allowed, 1 it is denied, 3 it depends on the user's answer,
+    2 bad input (one line on stderr saying what is wrong).
+
+Example::
+
+    $ hookscope policy explain --policies myagent.rules:POLICIES \\
+        --call '{"name": "run_command", "args": {"CommandLine": "ls"}}'
+    call      run_command {"CommandLine": "ls"}
+    decision  deny
+    outcome   denied
+    bucket    0 (exact tool or server/tool, deny)
+    rule      confirm_run_command
+    reason    run_command is disabled by default; ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from hookscope.policy import Decision, PolicyEnforcer, PolicyError
+from hookscope.types import ToolCall
+
+__all__ = ["main"]
+
+EXIT_ALLOWED, EXIT_DENIED, EXIT_USAGE, EXIT_ASK = 0, 1, 2, 3
+
+_TIERS = ("exact tool or server/tool", "server/*", "*")
+_DECISIONS = ("deny", "ask_user", "allow")
+_CALL_KEYS = frozenset({"name", "args", "server", "id"})
+
+
+class _InputError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: the message names what to fix.
+        raise _InputError(f"{message} (see {self.prog} --help)")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="hookscope", description="OpenTelemetry-native hooks for AI agents.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    policy = commands.add_parser("policy", help="inspect tool-call policies")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    explain = policy_commands.add_parser(
+        "explain",
+        help="show which bucket and rule decide a tool call, and why",
+        description="Decide one tool call with the given policies (ask handlers are not called).",
+        epilog="exit status: 0 allowed, 1 denied, 3 would ask the user, 2 bad input",
+    )
+    explain.add_argument(
+        "--policies", required=True, metavar="MODULE:ATTR", help="e.g. myagent.rules:POLICIES"
+    )
+    explain.add_argument(
+        "--call", required=True, metavar="JSON", help='e.g. \'{"name": "view_file", "args": {}}\''
+    )
+    explain.add_argument(
+        "--mcp-server",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a registered MCP server (repeatable)",
+    )
+    explain.set_defaults(handler=_explain)
+    return parser
+
+
+def _load_enforcer(spec: str, mcp_servers: list[str]) -> PolicyEnforcer:
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise _InputError(f"--policies must look like module.path:ATTR, got {spec!r}")
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:  # as `python -m` would: the user's own modules are importable
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise _InputError(
+            f"cannot import {module_name!r}: {type(error).__name__}: {error}"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise _InputError(f"module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if isinstance(target, PolicyEnforcer):
+        if mcp_servers:
+            raise _InputError("--mcp-server applies to rule lists; the enforcer has its own")
+        return target
+    try:
+        return PolicyEnforcer(target, mcp_servers)
+    except (PolicyError, TypeError) as error:
+        raise _InputError(f"{spec} cannot be enforced: {error}") from None
+
+
+def _parse_call(text: str) -> ToolCall:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _InputError(f"--call is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise _InputError(f"--call must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - _CALL_KEYS)
+    if unknown:
+        raise _InputError(f"--call has unknown key(s) {unknown}; expected name, args, server, id")
+    name, args = data.get("name"), data.get("args", {})
+    server, call_id = data.get("server"), data.get("id", "")
+    if not isinstance(name, str):
+        raise _InputError('--call needs "name": the tool\'s name as a string')
+    if not isinstance(args, dict):
+        raise _InputError(f'--call "args" must be an object, got {type(args).__name__}')
+    if server is not None and not isinstance(server, str):
+        raise _InputError(f'--call "server" must be a string or null, got {server!r}')
+    if not isinstance(call_id, str):
+        raise _InputError(f'--call "id" must be a string, got {call_id!r}')
+    return ToolCall(name=name, args=args, id=call_id, server=server)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    enforcer = _load_enforcer(args.policies, args.mcp_server)
+    call = _parse_call(args.call)
+    decision = asyncio.run(enforcer.evaluate(call, ask=False))
+    would_ask = decision.decision is Decision.ASK_USER and not decision.asked_user
+    if decision.bucket is None:
+        bucket = "- (no rule matches: allowed by default)"
+    else:
+        tier, rank = divmod(decision.bucket, 3)
+        bucket = f"{decision.bucket} ({_TIERS[tier]}, {_DECISIONS[rank]})"
+    rows = [
+        ("call", f"{call.qualified_name} {json.dumps(dict(call.args), sort_keys=True)}"),
+        ("decision", decision.decision.value),
+        ("outcome", "depends on the user's answer" if would_ask else decision.outcome),
+        ("bucket", bucket),
+        ("rule", decision.rule or "-"),
+        ("reason", decision.reason),
+    ]
+    for label, value in rows:
+        print(f"{label:<9} {value}")
+    if would_ask:
+        return EXIT_ASK
+    return EXIT_ALLOWED if decision.outcome == "allowed" else EXIT_DENIED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``hookscope`` command; return its exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        status: int = args.handler(args)
+    except _InputError as error:
+        print(f"hookscope: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exit_:  # --help and --version exit through argparse
+        return 0 if exit_.code is None else exit_.code if isinstance(exit_.code, int) else 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,295 @@
+"""Security: workspace containment, and tool names that must not slip past a deny."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookscope import policy
+from hookscope.policy import PolicyEnforcer, PolicyError
+from hookscope.types import ToolCall
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    """tmp/app (the workspace, holding main.py and docs/) beside tmp/outside/secret.txt."""
+    (tmp_path / "app" / "docs").mkdir(parents=True)
+    (tmp_path / "app" / "main.py").write_text("print('hi')\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("s3cret\n")
+    return tmp_path / "app"
+
+
+@pytest.fixture
+def guarded(app: Path) -> PolicyEnforcer:
+    return policy.enforce([policy.workspace_only([app]), policy.allow_all()])
+
+
+async def outcome(enforcer: PolicyEnforcer, path: Any, tool: str = "view_file") -> str:
+    return (await enforcer.evaluate(ToolCall(tool, {"AbsolutePath": path}))).outcome
+
+
+async def reason(enforcer: PolicyEnforcer, args: dict[str, Any], tool: str = "view_file") -> str:
+    decision = await enforcer.evaluate(ToolCall(tool, args))
+    assert (decision.outcome, decision.rule, decision.bucket) == ("denied", "workspace_only", 0)
+    return decision.reason
+
+
+# --- containment --------------------------------------------------------------------------
+
+
+async def test_an_existing_file_inside_the_workspace_is_allowed(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    assert await outcome(guarded, str(app / "main.py")) == "allowed"
+
+
+async def test_the_workspace_root_itself_is_inside(guarded: PolicyEnforcer, app: Path) -> None:
+    assert await outcome(guarded, str(app)) == "allowed"
+
+
+async def test_a_new_file_in_new_directories_inside_the_workspace_is_allowed(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    path = str(app / "src" / "pkg" / "__init__.py")
+
+    assert await outcome(guarded, path, tool="write_to_file") == "allowed"
+
+
+async def test_dot_dot_traversal_out_of_the_workspace_is_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    path = f"{app}/docs/../../outside/secret.txt"
+
+    assert await reason(guarded, {"AbsolutePath": path}) == (
+        f"path argument AbsolutePath={path!r} resolves to "
+        f"{str(app.parent / 'outside' / 'secret.txt')!r}, outside the workspace ({app})"
+    )
+
+
+async def test_dot_dot_below_a_directory_that_does_not_exist_is_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    path = f"{app}/new/../../outside/x.txt"
+
+    assert await reason(guarded, {"TargetFile": path}, tool="create_file") == (
+        f"path argument TargetFile={path!r} uses '.' or '..' below a directory that does not "
+        "exist yet"
+    )
+
+
+async def test_a_symlinked_directory_pointing_outside_is_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    (app / "link").symlink_to(app.parent / "outside", target_is_directory=True)
+
+    assert await outcome(guarded, str(app / "link" / "secret.txt")) == "denied"
+    assert await outcome(guarded, str(app / "link" / "new.txt"), tool="create_file") == "denied"
+
+
+async def test_a_symlinked_file_pointing_outside_is_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    (app / "notes.txt").symlink_to(app.parent / "outside" / "secret.txt")
+
+    assert await outcome(guarded, str(app / "notes.txt"), tool="edit_file") == "denied"
+
+
+async def test_a_dangling_symlink_that_would_create_a_file_outside_is_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    (app / "drop.txt").symlink_to(app.parent / "outside" / "planted.txt")
+    path = str(app / "drop.txt")
+
+    assert await reason(guarded, {"TargetFile": path}, tool="write_to_file") == (
+        f"path argument TargetFile={path!r} goes through a dangling symlink ({path})"
+    )
+
+
+async def test_a_symlink_that_stays_inside_is_allowed(guarded: PolicyEnforcer, app: Path) -> None:
+    (app / "readme").symlink_to(app / "main.py")
+
+    assert await outcome(guarded, str(app / "readme")) == "allowed"
+
+
+async def test_a_symlink_loop_is_denied(guarded: PolicyEnforcer, app: Path) -> None:
+    (app / "loop").symlink_to(app / "loop")
+
+    assert await outcome(guarded, str(app / "loop" / "x")) == "denied"
+
+
+async def test_a_file_used_as_a_directory_is_denied(guarded: PolicyEnforcer, app: Path) -> None:
+    assert await outcome(guarded, str(app / "main.py" / "x")) == "denied"
+
+
+async def test_a_sibling_directory_sharing_the_prefix_is_outside(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app2").mkdir()
+    (tmp_path / "app2" / "x.txt").write_text("x")
+    enforcer = policy.enforce([policy.workspace_only([tmp_path / "app"])])
+
+    assert await outcome(enforcer, str(tmp_path / "app2" / "x.txt")) == "denied"
+
+
+async def test_prefix_comparison_is_by_whole_components_for_paths_not_on_disk() -> None:
+    enforcer = policy.enforce([policy.workspace_only(["/w/app"])])
+
+    outcomes = [await outcome(enforcer, p) for p in ("/w/app2/x", "/w/app/x", "/w/ap", "/w/app")]
+
+    assert outcomes == ["denied", "allowed", "denied", "allowed"]
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("main.py", "is not an absolute path"),
+        ("./main.py", "is not an absolute path"),
+        ("", "is not an absolute path"),
+        ("/w/app/x\x00.txt", "contains a NUL byte"),
+        (None, "is a NoneType, not a path string"),
+        (42, "is a int, not a path string"),
+        (b"/w/app/x", "is a bytes, not a path string"),
+        (["/w/app/x"], "is a list, not a path string"),
+    ],
+)
+async def test_paths_that_cannot_be_anchored_are_denied(path: Any, why: str) -> None:
+    enforcer = policy.enforce([policy.workspace_only(["/w/app"]), policy.allow_all()])
+
+    assert await reason(enforcer, {"path": path}) == f"path argument path={path!r} {why}"
+
+
+async def test_a_call_with_no_path_argument_is_denied(guarded: PolicyEnforcer) -> None:
+    assert await reason(guarded, {"Content": "x"}, tool="create_file") == (
+        "no path argument (AbsolutePath, TargetFile, path, file_path) to check against the "
+        "workspace"
+    )
+
+
+async def test_every_path_argument_present_must_be_inside(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    args = {"path": str(app / "main.py"), "file_path": str(app.parent / "outside" / "x")}
+
+    assert (await guarded.evaluate(ToolCall("edit_file", args))).outcome == "denied"
+
+
+async def test_no_allow_rule_overrides_the_workspace(app: Path) -> None:
+    enforcer = policy.enforce(
+        [policy.allow("view_file"), policy.allow_all(), policy.workspace_only([app])]
+    )
+
+    assert await outcome(enforcer, str(app.parent / "outside" / "secret.txt")) == "denied"
+
+
+async def test_tools_outside_the_guarded_list_are_untouched(guarded: PolicyEnforcer) -> None:
+    decision = await guarded.evaluate(ToolCall("run_command", {"path": "/etc/passwd"}))
+
+    assert (decision.outcome, decision.rule) == ("allowed", "allow_all")
+
+
+async def test_tools_and_path_arguments_can_be_chosen(app: Path) -> None:
+    enforcer = policy.enforce(
+        [policy.workspace_only([app], tools=["list_directory"], path_args=["DirectoryPath"])]
+    )
+
+    inside = ToolCall("list_directory", {"DirectoryPath": str(app / "docs")})
+    outside = ToolCall("list_directory", {"DirectoryPath": "/etc"})
+    untouched = ToolCall("view_file", {"AbsolutePath": "/etc/passwd"})
+
+    outcomes = [(await enforcer.evaluate(c)).outcome for c in (inside, outside, untouched)]
+    assert outcomes == ["allowed", "denied", "allowed"]
+
+
+async def test_a_symlinked_workspace_root_is_resolved_once(tmp_path: Path, app: Path) -> None:
+    (tmp_path / "current").symlink_to(app, target_is_directory=True)
+    enforcer = policy.enforce([policy.workspace_only(tmp_path / "current")])
+
+    assert await outcome(enforcer, str(app / "main.py")) == "allowed"
+    assert await outcome(enforcer, str(tmp_path / "current" / "main.py")) == "allowed"
+
+
+def test_a_relative_workspace_root_is_rejected() -> None:
+    with pytest.raises(PolicyError, match="needs absolute directory paths, got 'app'"):
+        policy.workspace_only(["app"])
+
+
+def test_no_workspace_root_is_rejected() -> None:
+    with pytest.raises(PolicyError, match="needs at least one workspace directory"):
+        policy.workspace_only([])
+
+
+def test_workspace_rules_are_bucket_zero_denies_named_workspace_only() -> None:
+    rules = policy.workspace_only([os.sep + "w"])
+
+    assert [(r.tool, r.decision.value, r.name) for r in rules] == [
+        ("view_file", "deny", "workspace_only"),
+        ("create_file", "deny", "workspace_only"),
+        ("edit_file", "deny", "workspace_only"),
+        ("write_to_file", "deny", "workspace_only"),
+    ]
+
+
+# --- tool names ---------------------------------------------------------------------------
+
+LOOK_ALIKES = [
+    "view_f\u0456le",  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
+    "vi\u0435w_file",  # CYRILLIC SMALL LETTER IE
+    "\uff56\uff49\uff45\uff57_file",  # FULLWIDTH LATIN (NFKC folds it to view_file)
+    "view\u200b_file",  # ZERO WIDTH SPACE
+    "view_file ",
+    " view_file",
+    "view_file\x00",
+    "View_File",
+    "view_file/",
+    "/view_file",
+    "srv/view_file",
+    "view_file/*",
+    "*",
+    "",
+]
+
+
+@pytest.mark.parametrize("name", LOOK_ALIKES)
+async def test_names_resembling_an_allowed_tool_fall_to_deny_all(name: str) -> None:
+    enforcer = policy.enforce([policy.deny_all(), policy.allow("view_file")])
+
+    decision = await enforcer.evaluate(ToolCall(name))
+
+    assert (decision.outcome, decision.rule) == ("denied", "deny_all")
+
+
+@pytest.mark.parametrize("name", ["gh/x", "gh/*", "gh"])
+async def test_a_local_call_named_like_an_allowed_mcp_tool_is_denied(name: str) -> None:
+    enforcer = policy.enforce([policy.deny_all(), policy.allow_mcp("gh")], mcp_servers=["gh"])
+
+    assert (await enforcer.evaluate(ToolCall(name))).outcome == "denied"
+
+
+@pytest.mark.parametrize("server", ["gh/x", "gh ", "GH", "*", "gh/*"])
+async def test_an_mcp_call_from_a_look_alike_server_is_denied(server: str) -> None:
+    enforcer = policy.enforce([policy.deny_all(), policy.allow_mcp("gh")], mcp_servers=["gh"])
+
+    assert (await enforcer.evaluate(ToolCall("x", server=server))).outcome == "denied"
+
+
+@pytest.mark.parametrize("name", ["", "*", "x/y", "delete_repo"])
+async def test_every_name_on_a_denied_server_is_denied(name: str) -> None:
+    enforcer = policy.enforce([policy.deny_mcp("gh"), policy.allow_all()], mcp_servers=["gh"])
+
+    decision = await enforcer.evaluate(ToolCall(name, server="gh"))
+
+    assert (decision.outcome, decision.rule) == ("denied", "deny:gh/*")
+
+
+@pytest.mark.parametrize("server", [None, ""])
+async def test_a_denied_local_tool_stays_denied_with_no_or_empty_server(
+    server: str | None,
+) -> None:
+    enforcer = policy.enforce([policy.deny("run_command"), policy.allow_all()])
+
+    decision = await enforcer.evaluate(ToolCall("run_command", server=server))
+
+    assert decision.outcome == "denied"
