@@ -186,19 +186,21 @@ class _PreToolCallRule(_PreTurnRule):
             call: ToolCall = fold.data
             fold.data = call.with_args({**call.args, **value.modified_args})
         if value.decision is not None:
-            fold.extra = value.decision
+            fold.extra = value  # the allow that carries the policy decision
         return False
 
     def finish(self, fold: _Fold) -> Any:
         if fold.result is not _ALLOW:  # a hook denied
             return fold.result
-        modified = fold.data is not fold.original
-        if not modified and fold.extra is None:
-            return _ALLOW
+        decided: HookResult | None = fold.extra
+        if fold.data is fold.original:
+            # Unmodified: pass the policy's own (prebuilt) allow through, or the plain allow.
+            return _ALLOW if decided is None else decided
         return HookResult(
             allow=True,
-            modified_args=dict(fold.data.args) if modified else None,
-            decision=fold.extra,
+            message=decided.message if decided is not None else "",
+            modified_args=dict(fold.data.args),
+            decision=decided.decision if decided is not None else None,
         )
 
 
