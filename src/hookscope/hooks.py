@@ -19,8 +19,8 @@ import abc
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, overload
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload
 
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.types import (
@@ -81,6 +81,11 @@ HookEvent = Literal[
 EVENTS: tuple[HookEvent, ...] = typing.get_args(HookEvent)
 
 
+T = TypeVar("T")
+#: What a hook method returns: the value itself (sync override) or an awaitable of it (async).
+MaybeAwaitable = T | Awaitable[T]
+
+
 class _HookOptions:
     """Options every hook style shares; set them as class attributes or on the instance."""
 
@@ -95,8 +100,9 @@ class _HookOptions:
 class Hook(_HookOptions):
     """Base class with every lifecycle method as a no-op; override what you need.
 
-    Overrides may be ``async def`` or plain ``def``. A decide method (``pre_turn``,
-    ``pre_tool_call``, ``pre_llm_request``, ``on_llm_response``) returning ``None`` allows.
+    Overrides may be ``async def`` or plain ``def``; both type-check against the base. A
+    decide method (``pre_turn``, ``pre_tool_call``, ``pre_llm_request``, ``on_llm_response``)
+    returning ``None`` allows.
 
     Example::
 
@@ -107,49 +113,53 @@ class Hook(_HookOptions):
                 return None
     """
 
-    async def on_session_start(self, context: SessionContext) -> None:
+    def on_session_start(self, context: SessionContext) -> MaybeAwaitable[None]:
         """A session began."""
 
-    async def on_session_end(self, context: SessionContext) -> None:
+    def on_session_end(self, context: SessionContext) -> MaybeAwaitable[None]:
         """A session ended (``context.outcome`` says how); runs even after failures."""
 
-    async def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult | None:
+    def pre_turn(self, context: TurnContext, prompt: Any) -> MaybeAwaitable[HookResult | None]:
         """Decide whether a turn may start; a denial blocks the turn."""
         return None
 
-    async def post_turn(self, context: TurnContext, response: ChatResponse) -> None:
+    def post_turn(self, context: TurnContext, response: ChatResponse) -> MaybeAwaitable[None]:
         """An allowed turn finished with ``response``."""
 
-    async def pre_llm_request(
+    def pre_llm_request(
         self, context: TurnContext, request: LlmRequest
-    ) -> RequestDecision | None:
+    ) -> MaybeAwaitable[RequestDecision | None]:
         """Proceed with, modify or block a model request."""
         return None
 
-    async def on_llm_response(
+    def on_llm_response(
         self, context: TurnContext, response: LlmResponse
-    ) -> ResponseDecision | None:
+    ) -> MaybeAwaitable[ResponseDecision | None]:
         """Accept, block or retry a model response."""
         return None
 
-    async def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
+    def pre_tool_call(
+        self, context: OperationContext, call: ToolCall
+    ) -> MaybeAwaitable[HookResult | None]:
         """Allow, deny or modify a tool call."""
         return None
 
-    async def post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
+    def post_tool_call(self, context: OperationContext, result: ToolResult) -> MaybeAwaitable[None]:
         """A tool returned."""
 
-    async def on_tool_error(self, context: OperationContext, error: Exception) -> Recovery | None:
+    def on_tool_error(
+        self, context: OperationContext, error: Exception
+    ) -> MaybeAwaitable[Recovery | None]:
         """A tool raised; return a :class:`~hookscope.types.Recovery` to replace its result."""
         return None
 
-    async def on_interaction(
+    def on_interaction(
         self, context: OperationContext, questions: Sequence[Question]
-    ) -> Sequence[Answer] | None:
+    ) -> MaybeAwaitable[Sequence[Answer] | None]:
         """The agent asks its user; return answers to reply in the user's place."""
         return None
 
-    async def on_compaction(self, context: TurnContext, summary: str) -> None:
+    def on_compaction(self, context: TurnContext, summary: str) -> MaybeAwaitable[None]:
         """The agent compacted its context into ``summary``."""
 
 
