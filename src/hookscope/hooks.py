@@ -20,7 +20,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, TypeVar, overload
 
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.types import (
@@ -83,7 +83,7 @@ EVENTS: tuple[HookEvent, ...] = typing.get_args(HookEvent)
 
 T = TypeVar("T")
 #: What a hook method returns: the value itself (sync override) or an awaitable of it (async).
-MaybeAwaitable = T | Awaitable[T]
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
 
 
 class _HookOptions:
