@@ -825,3 +825,24 @@ async def test_a_failing_tracer_never_breaks_the_agent(
     assert [o.value for o in outcomes] == [0, 2, 4]
     failures = [r for r in caplog.records if "dispatch observer" in r.getMessage()]
     assert len(failures) == 1
+
+
+async def test_queued_histogram_values_carry_no_misleading_exemplars(
+    otel_hook: OTelHook, metric_reader: InMemoryMetricReader
+) -> None:
+    async with HookRunner([otel_hook, ReadOnlyPaths()]).session() as session, session.turn() as turn:
+        for _ in range(3):
+            await turn.call_tool(ToolCall("t"), lambda: None)
+        otel_hook.instruments.flush()  # recorded while a turn span is current
+    data = metric_reader.get_metrics_data()
+    assert data is not None
+    exemplars = [
+        exemplar
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "hookscope.hook.duration"
+        for point in m.data.data_points
+        for exemplar in point.exemplars
+    ]
+    assert exemplars == []
