@@ -75,7 +75,7 @@ def _attributes(names: Sequence[str], key: Key) -> dict[str, AttributeValue]:
 class _Counts:
     """A cumulative counter (or up-down counter) aggregated in process."""
 
-    __slots__ = ("_attributes", "_counts", "_lock", "_names")
+    __slots__ = ("_attributes", "_counts", "_lock", "_names", "before_observe")
 
     def __init__(
         self,
@@ -91,6 +91,8 @@ class _Counts:
         self._counts: dict[Key, int] = {}
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
         self._lock = threading.Lock()
+        #: Called at the start of every collection, before the counts are reported.
+        self.before_observe: Callable[[], None] | None = None
         create = (
             meter.create_observable_up_down_counter if up_down else meter.create_observable_counter
         )
@@ -104,6 +106,8 @@ class _Counts:
         return self._counts.get(key, 0)
 
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        if self.before_observe is not None:
+            self.before_observe()
         with self._lock:
             counts = list(self._counts.items())
         observations = []
@@ -286,22 +290,13 @@ class Instruments:
             self.hook_duration,
         )
         # Queued histogram values must be recorded before the SDK aggregates a collection.
-        # Observable callbacks run first, in registration order: flush from the first one.
-        meter.create_observable_gauge(
-            "hookscope.telemetry.queued",
-            callbacks=[self._flush_before_collect],
-            unit="{measurement}",
-            description="Histogram values queued for recording (0 after each collection)",
-        )
+        # Observable callbacks run first, in registration order: the first counter flushes.
+        self.tool_calls.before_observe = self.flush
 
     def flush(self) -> None:
         """Record every queued histogram value now."""
         for histogram in self._histograms:
             histogram.flush()
-
-    def _flush_before_collect(self, options: CallbackOptions) -> Iterable[Observation]:
-        self.flush()
-        return [Observation(0)]
 
     def agent_key(self, agent: str) -> tuple[Any, ...]:
         """The attribute key of the per-agent instruments."""
