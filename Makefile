@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 demo: $(STAMP)
-	$(PY) examples/one_hook.py
+	$(VENV)/bin/hookscope demo
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -830,7 +830,10 @@ async def test_a_failing_tracer_never_breaks_the_agent(
 async def test_queued_histogram_values_carry_no_misleading_exemplars(
     otel_hook: OTelHook, metric_reader: InMemoryMetricReader
 ) -> None:
-    async with HookRunner([otel_hook, ReadOnlyPaths()]).session() as session, session.turn() as turn:
+    async with (
+        HookRunner([otel_hook, ReadOnlyPaths()]).session() as session,
+        session.turn() as turn,
+    ):
         for _ in range(3):
             await turn.call_tool(ToolCall("t"), lambda: None)
         otel_hook.instruments.flush()  # recorded while a turn span is current

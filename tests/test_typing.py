@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-USER_CODE = '''
+USER_CODE = """
 from typing import Any
 from hookscope import Hook, HookResult, Recovery, ToolCall, hooks
 
@@ -24,7 +24,7 @@ class AsyncHook(Hook):
 @hooks.pre_tool_call_decide(timeout=1.0)
 async def decorated(call: ToolCall) -> HookResult | None:
     return None
-'''
+"""
 
 
 def test_sync_and_async_overrides_type_check_strictly(tmp_path: Path) -> None:

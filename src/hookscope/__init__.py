@@ -29,9 +29,9 @@ from hookscope.types import (
 )
 
 if TYPE_CHECKING:
-    from hookscope.telemetry import ContentCapture, OTelHook
+    from hookscope.telemetry import ContentCapture, OTelHook, Telemetry, configure
 
-_TELEMETRY = {"ContentCapture", "OTelHook"}
+_TELEMETRY = {"ContentCapture", "OTelHook", "Telemetry", "configure"}
 
 __all__ = [
     "Answer",
@@ -52,12 +52,14 @@ __all__ = [
     "ResponseDecision",
     "ScopeError",
     "SessionContext",
+    "Telemetry",
     "ToolCall",
     "ToolOutcome",
     "ToolResult",
     "TurnContext",
     "Usage",
     "__version__",
+    "configure",
     "hooks",
 ]
 

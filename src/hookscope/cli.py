@@ -41,6 +41,7 @@ from hookscope.types import ToolCall
 __all__ = ["main"]
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_USAGE, EXIT_ASK = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
 
 _TIERS = ("exact tool or server/tool", "server/*", "*")
 _DECISIONS = ("deny", "ask_user", "allow")
@@ -82,7 +83,61 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a registered MCP server (repeatable)",
     )
     explain.set_defaults(handler=_explain)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run a scripted coding agent with hookscope and show its sessions",
+        description=(
+            "Run seeded demo sessions through HookRunner([OTelHook(), enforce(...), ...]). "
+            "Without --otlp, telemetry goes to the embedded default files (see `hookscope view`)."
+        ),
+    )
+    demo.add_argument("--sessions", type=int, default=5, metavar="N", help="sessions to run (5)")
+    demo.add_argument("--seed", type=int, default=0, metavar="S", help="script seed (0)")
+    demo.add_argument("--otlp", metavar="URL", help="export to this OTLP endpoint instead")
+    demo.add_argument(
+        "--prometheus-port", type=int, metavar="P", help="serve metrics at 127.0.0.1:P/metrics"
+    )
+    demo.add_argument(
+        "--serve", action="store_true", help="with --prometheus-port: keep serving until Ctrl-C"
+    )
+    demo.add_argument(
+        "--layout", choices=("session", "turn"), default="session", help="trace layout (session)"
+    )
+    demo.add_argument(
+        "--directory", default=".hookscope", metavar="DIR", help="embedded default's directory"
+    )
+    demo.set_defaults(handler=_demo)
+
+    view = commands.add_parser(
+        "view",
+        help="print the sessions the embedded default wrote",
+        description="Print session timelines and a summary from the embedded default's files.",
+    )
+    view.add_argument("directory", nargs="?", default=".hookscope", metavar="DIR")
+    view.add_argument("--session", metavar="ID", help="only this session")
+    view.set_defaults(handler=_view)
     return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.serve and args.prometheus_port is None:
+        raise _InputError("--serve needs --prometheus-port")
+    from hookscope.demo import commands  # the demo and its terminal UI load on demand
+
+    try:
+        return commands.run_demo(args)
+    except commands.CommandError as error:
+        raise _InputError(str(error)) from None
+
+
+def _view(args: argparse.Namespace) -> int:
+    from hookscope.demo import commands
+
+    try:
+        return commands.view(args)
+    except commands.CommandError as error:
+        raise _InputError(str(error)) from None
 
 
 def _load_enforcer(spec: str, mcp_servers: list[str]) -> PolicyEnforcer:
@@ -174,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _InputError as error:
         print(f"hookscope: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # open scopes were closed and telemetry flushed on the way out
+        print("hookscope: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except SystemExit as exit_:  # --help and --version exit through argparse
         return 0 if exit_.code is None else exit_.code if isinstance(exit_.code, int) else 1
     return status

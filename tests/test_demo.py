@@ -1,0 +1,194 @@
+"""The demo: its telemetry, `hookscope demo` / `hookscope view`, and their errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from hookscope.cli import main
+from hookscope.demo import DemoAgent
+from hookscope.telemetry import OTelHook
+
+from .otel_helpers import attrs, metric_points
+
+HOOKSCOPE = Path(sys.executable).parent / "hookscope"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_demo_sessions_produce_the_seeded_decisions_and_recoveries(tmp_path: Path) -> None:
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hook = OTelHook(tracer_provider, MeterProvider(metric_readers=[reader]))
+    result = await DemoAgent(tmp_path, hooks=[hook], seed=7).run(6)
+    tools = Counter(
+        (
+            s.attributes["gen_ai.tool.name"],  # type: ignore[index]
+            s.attributes["hookscope.tool.outcome"],  # type: ignore[index]
+            s.attributes.get("hookscope.policy.rule"),  # type: ignore[union-attr]
+        )
+        for s in exporter.get_finished_spans()
+        if s.name.startswith("execute_tool")
+    )
+    assert tools == {
+        ("delete_branch", "denied", "github-write"): 2,
+        ("edit_file", "succeeded", None): 6,
+        ("fetch_url", "failed", None): 2,
+        ("fetch_url", "recovered", None): 1,
+        ("fetch_url", "succeeded", None): 9,
+        ("get_issue", "succeeded", "github-read"): 6,
+        ("grep_search", "succeeded", None): 18,
+        ("run_command", "denied", "confirm-command"): 6,
+        ("run_command", "denied", "no-rm-rf"): 1,
+        ("run_command", "denied", "no-sudo"): 1,
+        ("run_command", "succeeded", "confirm-command"): 12,
+        ("view_file", "succeeded", None): 6,
+        ("write_to_file", "denied", "workspace_only"): 2,
+    }
+    assert result.blocked_turns == 2
+    assert {k: len(v) for k, v in result.errors.items() if v} == {"demo-7-0005": 2}
+    points = metric_points(reader.get_metrics_data())
+    agent = {"gen_ai__agent__name": "demo-coder"}
+    assert points["hookscope.sessions"] == {attrs(**agent): 6}
+    assert points["hookscope.sessions.active"] == {attrs(**agent): 0}
+    assert points["hookscope.turns"] == {
+        attrs(hookscope__turn__outcome="completed", **agent): 18,
+        attrs(hookscope__turn__outcome="blocked", **agent): 2,
+    }
+    assert points["hookscope.interactions"] == {
+        attrs(hookscope__interaction__outcome="answered", **agent): 6
+    }
+    assert sum(points["hookscope.compactions"].values()) >= 1
+
+
+async def test_demo_workspace_files_stay_inside_the_workspace(tmp_path: Path) -> None:
+    await DemoAgent(tmp_path / "ws", seed=3).run(2)
+    files = await asyncio.to_thread(lambda: sorted(tmp_path.rglob("*.py")))
+    assert [p.relative_to(tmp_path).as_posix() for p in files] == [
+        "ws/src/auth.py",
+        "ws/src/session.py",
+        "ws/tests/test_auth.py",
+    ]
+
+
+def test_view_renders_what_demo_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = str(tmp_path / "telemetry")
+    assert main(["demo", "--sessions", "2", "--seed", "7", "--directory", directory]) == 0
+    demo_output = capsys.readouterr().out
+    assert "session demo-7-0000" in demo_output
+    assert main(["view", directory]) == 0
+    view_output = capsys.readouterr().out
+    for expected in ("session demo-7-0000", "session demo-7-0001", "sessions", "tool calls"):
+        assert expected in view_output
+    assert main(["view", directory, "--session", "demo-7-0001"]) == 0
+    one = capsys.readouterr().out
+    assert "session demo-7-0001" in one
+    assert "session demo-7-0000" not in one
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--sessions", "0"], "--sessions must be at least 1, got 0"),
+        (["demo", "--serve"], "--serve needs --prometheus-port"),
+        (["demo", "--layout", "flat"], "argument --layout: invalid choice: 'flat'"),
+        (
+            ["view", "/nonexistent/dir"],
+            "no telemetry in /nonexistent/dir: run `hookscope demo` first",
+        ),
+    ],
+)
+def test_bad_arguments_print_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_unreachable_otlp_endpoint_fails_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port()
+    directory = tmp_path / "telemetry"
+    assert main(["demo", "--otlp", f"http://127.0.0.1:{port}", "--directory", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach the OTLP endpoint http://127.0.0.1:{port}" in err
+    assert not directory.exists()
+
+
+def test_view_of_an_unknown_session_lists_the_latest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--sessions", "1", "--directory", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["view", str(tmp_path), "--session", "nope"]) == 2
+    assert "no session 'nope' in" in capsys.readouterr().err
+
+
+def test_console_script_runs_the_demo(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [str(HOOKSCOPE), "demo", "--sessions", "1", "--seed", "2"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "session demo-2-0000" in run.stdout
+    assert (tmp_path / ".hookscope" / "traces.jsonl").stat().st_size > 0
+
+
+def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> None:
+    port = _free_port()
+    with subprocess.Popen(
+        [str(HOOKSCOPE), "demo", "--sessions", "2", "--prometheus-port", str(port), "--serve"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        serving = threading.Event()
+
+        def watch() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if "serving metrics until interrupted" in line:
+                    serving.set()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            assert serving.wait(timeout=90), "the demo never said it was serving"
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+                body = reply.read().decode()
+        finally:
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=30)
+            watcher.join(timeout=10)
+    assert process.returncode == 0
+    assert 'hookscope_sessions_total{gen_ai_agent_name="demo-coder"' in body
+    assert "hookscope_tool_calls_total{" in body
