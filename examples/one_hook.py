@@ -1,23 +1,14 @@
-"""The smallest hookscope agent: one hook governs and narrates a hand-written agent loop."""
+"""One hook makes a hand-written agent loop observable: a trace per session, metrics, decisions.
+
+Run it, then `hookscope view` (or set OTEL_EXPORTER_OTLP_ENDPOINT to send it to a collector).
+"""
 
 from __future__ import annotations
 
 import asyncio
 
-from hookscope import ChatResponse, Hook, HookResult, ToolCall
-from hookscope.runner import HookRunner
-
-
-class Guard(Hook):
-    """Denies shell commands, logs every tool result."""
-
-    def pre_tool_call(self, context, call):
-        if call.name == "run_command":
-            return HookResult.deny("shell commands need a human")
-        return None
-
-    def post_tool_call(self, context, result):
-        print(f"  {result.call.name}{dict(result.call.args)} -> {result.value!r}")
+import hookscope
+from hookscope import ChatResponse, HookRunner, OTelHook, ToolCall, policy
 
 
 def view_file(path: str) -> str:
@@ -25,18 +16,14 @@ def view_file(path: str) -> str:
 
 
 async def main() -> None:
-    runner = HookRunner([Guard()])
-    async with runner.session(agent_name="coder") as session, session.turn("tidy up") as turn:
-        for call in [
-            ToolCall("view_file", {"path": "README.md"}),
-            ToolCall("run_command", {"cmd": "rm -rf /"}),
-        ]:
-            tools = {"view_file": view_file, "run_command": print}
-            outcome = await turn.call_tool(call, tools[call.name])
-            if not outcome.allowed:
-                print(f"  {call.name} denied by {outcome.decided_by}: {outcome.message}")
-        turn.respond(ChatResponse("Done."))
-    print(f"session {session.session_id[:8]} {session.context.outcome}")
+    with hookscope.configure(service_name="one-hook-example"):  # OTLP, or ./.hookscope/ files
+        runner = HookRunner([OTelHook(), policy.enforce([policy.deny("run_command")])])
+        async with runner.session(agent_name="coder") as session, session.turn("tidy up") as turn:
+            for call in [ToolCall("view_file", {"path": "README.md"}), ToolCall("run_command")]:
+                outcome = await turn.call_tool(call, view_file)
+                print(f"{call.name}: {outcome.value if outcome.allowed else outcome.message}")
+            turn.respond(ChatResponse("Done."))
+    print(f"session {session.session_id} {session.context.outcome}")
 
 
 if __name__ == "__main__":

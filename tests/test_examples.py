@@ -6,23 +6,40 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hookscope.telemetry import read_spans
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def test_one_hook_example_governs_and_narrates_the_loop() -> None:
+def test_one_hook_example_traces_its_session_to_the_embedded_default(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, str(EXAMPLES / "one_hook.py")],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
+        cwd=tmp_path,
     )
     lines = run.stdout.splitlines()
     assert lines[:2] == [
-        "  view_file{'path': 'README.md'} -> '<contents of README.md>'",
-        "  run_command denied by Guard: shell commands need a human",
+        "view_file: <contents of README.md>",
+        "run_command: denied by policy rule 'deny:run_command': run_command is denied",
     ]
-    assert lines[2].startswith("session ")
     assert lines[2].endswith(" completed")
-    assert len(lines) == 3
     assert run.stderr == ""
+    spans = {span["name"]: span for span in read_spans(tmp_path / ".hookscope")}
+    assert sorted(spans) == [
+        "execute_tool run_command",
+        "execute_tool view_file",
+        "invoke_agent coder",
+        "session coder",
+    ]
+    session_id = lines[2].split()[1]
+    assert {span["attributes"]["session.id"] for span in spans.values()} == {session_id}
+    assert spans["session coder"]["parent_span_id"] is None
+    assert spans["invoke_agent coder"]["parent_span_id"] == spans["session coder"]["span_id"]
+    assert (
+        spans["execute_tool run_command"]["attributes"]["hookscope.policy.rule"]
+        == "deny:run_command"
+    )
+    assert spans["execute_tool run_command"]["resource"]["service.name"] == "one-hook-example"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hookscope import hooks
+from hookscope import hooks, policy
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import Hook
@@ -61,6 +61,7 @@ __all__ = [
     "__version__",
     "configure",
     "hooks",
+    "policy",
 ]
 
 
