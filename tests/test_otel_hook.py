@@ -10,7 +10,6 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope import hooks
@@ -31,28 +30,6 @@ from hookscope.types import (
 )
 
 from .otel_helpers import attrs, metric_points, span_tree
-
-
-@pytest.fixture
-def span_exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def tracer_provider(span_exporter: InMemorySpanExporter) -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(span_exporter))
-    return provider
-
-
-@pytest.fixture
-def metric_reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture
-def meter_provider(metric_reader: InMemoryMetricReader) -> MeterProvider:
-    return MeterProvider(metric_readers=[metric_reader])
 
 
 @pytest.fixture

@@ -170,61 +170,22 @@ PROMETHEUS_NAMES: Final[dict[str, str]] = {
     METRIC_GUARDRAIL_VERDICTS: "hookscope_guardrail_verdicts_total",
 }
 
+# fmt: off
 #: Explicit bucket boundaries in seconds: the SDK's defaults (0 … 10000) suit milliseconds.
 #: Tool calls span sub-millisecond lookups to multi-second commands.
 DURATION_BUCKETS_S: Final = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
     60.0,
 )
 #: Hook overhead is microseconds to milliseconds; a slow hook is one above ~10 ms.
 HOOK_DURATION_BUCKETS_S: Final = (
-    0.00001,
-    0.000025,
-    0.00005,
-    0.0001,
-    0.00025,
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05, 0.1, 0.25, 0.5, 1.0,
 )
 #: Turns include model calls: seconds to minutes.
 TURN_DURATION_BUCKETS_S: Final = (
-    0.01,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    320.0,
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0,
 )
+# fmt: on
 #: Powers of four, as the GenAI conventions advise for token counts.
 TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(13))
