@@ -20,6 +20,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+	$(PY) bench/compare_antigravity_otel.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

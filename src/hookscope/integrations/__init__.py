@@ -1,0 +1,33 @@
+"""Adapters for agents hookscope does not run itself.
+
+* :mod:`hookscope.integrations.antigravity`: ``AntigravityInstrumentor`` and plain hooks for
+  the google-antigravity SDK (loads OpenTelemetry and the SDK when used).
+* :mod:`hookscope.integrations.wrap`: :func:`wrap_tool` and :func:`wrap_agent` for agents
+  written without any hook SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookscope.integrations.wrap import ToolCallDenied, TurnBlocked, wrap_agent, wrap_tool
+
+if TYPE_CHECKING:
+    from hookscope.integrations.antigravity import AntigravityInstrumentor
+
+__all__ = [
+    "AntigravityInstrumentor",
+    "ToolCallDenied",
+    "TurnBlocked",
+    "wrap_agent",
+    "wrap_tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing hookscope.integrations (for wrap_tool) must not load the OTel SDK.
+    if name == "AntigravityInstrumentor":
+        from hookscope.integrations.antigravity import AntigravityInstrumentor
+
+        return AntigravityInstrumentor
+    raise AttributeError(f"module 'hookscope.integrations' has no attribute {name!r}")

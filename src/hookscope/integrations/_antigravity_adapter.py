@@ -1,0 +1,447 @@
+"""The wrappers that watch google-antigravity 0.1.x and report to a :class:`Tracker`.
+
+Imported only when instrumenting (it imports the SDK). Every wrapper observes: it calls the
+wrapped SDK function unchanged, returns its result and lets its exceptions through; its own
+bookkeeping is guarded, so a failure in it is logged once and never reaches the agent.
+
+Where each lifecycle point is observed (read with the SDK's source at hand):
+
+* session: ``Agent.__aenter__`` / ``__aexit__``; the SDK objects created while entering (hook
+  runner, connection, event processor, hook router) are bound to the session by identity.
+* turn: starts at ``LocalConnection.send``; ends when ``process_event`` sees the main
+  trajectory reach fully idle (completed, or failed when it carries an error) or cancelled
+  (blocked when ``pre_turn`` denied it). ``Agent.chat()`` returns before that: it is no end.
+* tool calls: ``_emit_step`` (every step update: tool steps, harness denials, final answers),
+  ``_execute_client_tool`` (Python tools; the ToolResult it returns carries the real
+  exception), the policy-decision handler (rules with ``when`` or ask-user), and the hook
+  router (see ``_antigravity_router``).
+* SDK hooks: ``HookRunner.register_hook`` registers a transparent proxy of each hook, which
+  reports the hook's duration and result to the dispatch running in its task.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar
+from time import perf_counter
+from typing import Any, Final
+
+from google.antigravity import types as ag_types  # type: ignore[import-untyped]
+from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
+
+from hookscope.hooks import HookEvent
+from hookscope.integrations import _antigravity_sdk as sdk
+from hookscope.integrations._antigravity_dispatch import Dispatch
+from hookscope.integrations._antigravity_router import HANDLERS, router_wrapper
+from hookscope.integrations._antigravity_state import (
+    HARNESS_POLICY,
+    POLICY_HOOK,
+    OpState,
+    SessionState,
+    Tracker,
+)
+from hookscope.policy import Decision, PolicyDecision
+from hookscope.types import HookResult, Question, ToolCall, Usage
+
+__all__ = ["Adapter", "Wrapper"]
+
+logger = logging.getLogger("hookscope.integrations.antigravity")
+
+#: A ``wrapt`` wrapper: ``(wrapped, instance, args, kwargs) -> result``.
+Wrapper = Callable[[Any, Any, Any, Any], Any]
+Args = tuple[Any, ...]
+Kwargs = dict[str, Any]
+
+#: The session whose SDK objects are being created (set while ``Agent.__aenter__`` runs).
+_BINDING: Final[ContextVar[SessionState | None]] = ContextVar(
+    "hookscope_antigravity_binding", default=None
+)
+#: The policy-decision request being handled in this task.
+_POLICY_REQUEST: Final[ContextVar[Any]] = ContextVar(
+    "hookscope_antigravity_policy_request", default=None
+)
+
+_TRAJECTORY: Final = pb2.TrajectoryStateUpdate.State
+_OUTCOME_NAME: Final = pb2.PolicyEvaluationOutcome.Name
+_StepStatus: Final = ag_types.StepStatus
+
+_AGENT: Final = "google.antigravity.agent"
+_RUNNER: Final = "google.antigravity.hooks.hook_runner"
+_CONNECTION: Final = "google.antigravity.connections.local.local_connection"
+_PROCESSOR: Final = "google.antigravity.connections.local.event_processor"
+_ROUTER: Final = "google.antigravity.connections.local.hook_router"
+
+
+class Adapter:
+    """The wrapper functions, bound to one tracker; :meth:`targets` says where they go.
+
+    SDK objects are mapped to their session by identity (weakly), never through the SDK's
+    hook contexts, which it replaces.
+    """
+
+    def __init__(self, tracker: Tracker) -> None:
+        self.tracker = tracker
+        self._bound: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        self._failed: set[str] = set()
+
+    def targets(self) -> list[tuple[str, str, Wrapper]]:
+        """``(module, "Class.method", wrapper)`` for every function to wrap."""
+        base, harness = "BaseLocalEventProcessor", "LocalHarnessEventProcessor"
+        return [
+            (_AGENT, "Agent.__aenter__", self._agent_enter),
+            (_AGENT, "Agent.__aexit__", self._agent_exit),
+            (_RUNNER, "HookRunner.__init__", self._bind_runner),
+            (_RUNNER, "HookRunner.register_hook", self._register_hook),
+            (_CONNECTION, "LocalConnection.__init__", self._bind),
+            (_CONNECTION, "LocalConnection.send", self._send),
+            (_PROCESSOR, f"{base}.__init__", self._bind_processor),
+            (_PROCESSOR, f"{base}._emit_step", self._emit_step),
+            (_PROCESSOR, f"{base}._execute_client_tool", self._execute_tool),
+            (_PROCESSOR, f"{base}._evaluate_dynamic_policy", self._evaluate_policy),
+            (_PROCESSOR, f"{base}._dispatch_question_interaction", self._interaction),
+            (_PROCESSOR, f"{harness}.process_event", self._process_event),
+            (_PROCESSOR, f"{harness}._handle_policy_decision_request", self._policy_request),
+            (_ROUTER, "HookRouter.__init__", self._bind),
+            *((_ROUTER, f"HookRouter.{name}", router_wrapper(self, e)) for name, e in HANDLERS),
+        ]
+
+    def session(self, obj: Any) -> SessionState | None:
+        """The open session ``obj`` (an SDK object) belongs to."""
+        if not self.tracker.active:
+            return None
+        session = self._bound.get(obj)
+        return None if session is None or session.closed else session
+
+    def guard(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run bookkeeping; log its first failure per function, never raise into the SDK."""
+        try:
+            return fn(*args)
+        except Exception:
+            name = getattr(fn, "__name__", repr(fn))
+            if name not in self._failed:
+                self._failed.add(name)
+                logger.exception(
+                    "hookscope's antigravity instrumentation failed in %s; the agent is "
+                    "unaffected, but this session's telemetry may be incomplete",
+                    name,
+                )
+            return None
+
+    # --- sessions and binding ---
+
+    async def _agent_enter(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        if not self.tracker.active or self.session(instance) is not None:
+            return await wrapped(*args, **kwargs)
+        session = self.guard(self._open_session, instance)
+        if session is None:
+            return await wrapped(*args, **kwargs)
+        token = _BINDING.set(session)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as error:
+            self.guard(self.tracker.close_session, session, error)
+            raise
+        finally:
+            _BINDING.reset(token)
+        self.guard(self.tracker.session_started, session)
+        return result
+
+    def _open_session(self, agent: Any) -> SessionState:
+        config = getattr(agent, "_config", None)
+        session = self.tracker.open_session(
+            getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
+        )
+        self._bound[agent] = session
+        return session
+
+    async def _agent_exit(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is None:
+            return await wrapped(*args, **kwargs)
+        error = args[1] if len(args) > 1 else kwargs.get("exc_val")
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as raised:
+            self.guard(self.tracker.close_session, session, raised)
+            raise
+        self.guard(self.tracker.close_session, session, error)
+        return result
+
+    def _bind(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        session = _BINDING.get()
+        if session is not None:
+            self._bound[instance] = session
+        return result
+
+    def _bind_runner(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = self._bind(wrapped, instance, args, kwargs)
+        session = _BINDING.get()
+        if session is not None:
+            runner = weakref.ref(instance)
+
+            def has_hooks(event: HookEvent) -> bool:
+                live, attribute = runner(), sdk.RUNNER_LISTS.get(event)
+                return bool(live is not None and attribute and getattr(live, attribute, ()))
+
+            session.has_hooks = has_hooks
+        return result
+
+    def _bind_processor(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = self._bind(wrapped, instance, args, kwargs)
+        session = _BINDING.get()
+        if session is not None:
+            processor = weakref.ref(instance)
+
+            def usage() -> Usage | None:
+                live = processor()
+                return sdk.usage_of(live.cumulative_usage) if live is not None else None
+
+            session.usage = usage
+        return result
+
+    def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        if args and self.tracker.active:
+            args = (sdk.proxy(args[0]), *args[1:])
+        return wrapped(*args, **kwargs)
+
+    # --- turns ---
+
+    async def _send(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is None:
+            return await wrapped(*args, **kwargs)
+        self.guard(self.tracker.start_turn, session, args[0] if args else kwargs.get("prompt"))
+        try:
+            return await wrapped(*args, **kwargs)
+        except BaseException as error:
+            self.guard(self._turn_failed, session, error)
+            raise
+
+    def _turn_failed(self, session: SessionState, error: BaseException) -> None:
+        self.tracker.end_turn(session, error=error, outcome="failed")
+
+    async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is not None and args and args[0].HasField("trajectory_state_update"):
+            # Before the SDK sees it, so the turn's spans end before `chat()` can return.
+            self.guard(self._trajectory, session, instance, args[0].trajectory_state_update)
+        return await wrapped(*args, **kwargs)
+
+    def _trajectory(self, session: SessionState, processor: Any, update: Any) -> None:
+        main = processor.main_trajectory_id
+        if main and update.trajectory_id != main:
+            return  # a subagent's trajectory: its steps belong to the turn, its state does not
+        tracker = self.tracker
+        if update.state == _TRAJECTORY.STATE_RUNNING:
+            tracker.current_turn(session)
+        elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            if update.HasField("error"):
+                error = ag_types.AntigravityExecutionError(update.error)
+                tracker.end_turn(session, error=error, outcome="failed")
+            else:
+                tracker.end_turn(session)
+        elif update.state == _TRAJECTORY.STATE_CANCELLED:
+            turn = session.turn
+            if turn is not None and turn.blocked:
+                tracker.end_turn(session, outcome="blocked")
+            else:
+                message = update.error if update.HasField("error") else "turn cancelled"
+                cancelled = ag_types.AntigravityCancelledError(message)
+                tracker.end_turn(session, error=cancelled, outcome="failed")
+
+    # --- steps ---
+
+    async def _emit_step(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is not None and args:
+            self.guard(self._step, session, args[0])
+        return await wrapped(*args, **kwargs)
+
+    def _step(self, session: SessionState, step: Any) -> None:
+        tracker, status = self.tracker, step.status
+        turn = session.turn
+        if turn is not None and step.is_complete_response and not step.parent_trajectory_id:
+            turn.response_text = step.content
+        if step.type == ag_types.StepType.COMPACTION and status == _StepStatus.DONE:
+            self._compacted(session, step)
+        if step.source != ag_types.StepSource.MODEL:
+            return
+        step_key = (step.trajectory_id, step.step_index)
+        if not step.tool_calls:
+            if status == _StepStatus.ERROR and sdk.is_denial(step):
+                # A call denied inside the harness: its step names no tool and no call id.
+                message = sdk.denial_message(step)
+                denied = session.ops_by_step.get(step_key) or tracker.op(
+                    session, step_key=step_key, call=sdk.denied_call(session, message)
+                )
+                self._harness_denied(session, denied, message)
+                tracker.close_op(session, denied)
+            return
+        tool_call = step.tool_calls[0]
+        # A harness tool's step carries no call id: the SDK puts the step's id there.
+        call_id = tool_call.id if tool_call.id and tool_call.id != step.id else None
+        call = sdk.call_from_sdk(tool_call, call_id)
+        op = tracker.op(session, call_id=call_id, step_key=step_key, call=call)
+        if status == _StepStatus.ACTIVE:
+            tracker.allowed(op)
+        elif status == _StepStatus.DONE:
+            tracker.tool_returned(op, None, hooks_pending=False)
+            tracker.close_op(session, op)
+        elif status == _StepStatus.ERROR:
+            if not op.decided and sdk.is_denial(step):
+                self._harness_denied(session, op, sdk.denial_message(step))
+            else:
+                tracker.tool_failed(op, sdk.tool_error(step.error, call.name), hooks_pending=False)
+            tracker.close_op(session, op)
+
+    def _harness_denied(self, session: SessionState, op: OpState, message: str) -> None:
+        """A denial by a static rule, which the harness names by its name or its reason."""
+        if op.decided:
+            return
+        rule = sdk.static_rule(session, message)
+        if rule is None:
+            decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
+        else:
+            decision = PolicyDecision(rule.decision, "denied", rule.name, rule.bucket, message)
+        result = HookResult(allow=False, message=message, decision=decision)
+        self.tracker.deny(op, result, HARNESS_POLICY)
+
+    def _compacted(self, session: SessionState, step: Any) -> None:
+        key = (step.trajectory_id, step.step_index)
+        if session.has_hooks("on_compaction") or key in session.compactions:
+            return  # reported when the SDK's compaction hooks run, or already reported
+        session.compactions.add(key)
+        turn = self.tracker.current_turn(session)
+        Dispatch(self.tracker.notify, "on_compaction", turn.context, step.content or "").finish(
+            None
+        )
+
+    # --- Python tools ---
+
+    async def _execute_tool(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        op = self.guard(self._tool_started, session, args[0]) if session and args else None
+        if op is None:
+            return await wrapped(*args, **kwargs)
+        # The tool runs in a task spawned by the reader task: make its span current explicitly
+        # (sync tools then see it too: asyncio.to_thread copies this context).
+        with op.scope.current():
+            result = await wrapped(*args, **kwargs)
+        self.guard(self._tool_result, session, op, result)
+        return result
+
+    def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
+        call_id = tool_call.id or None
+        op = self.tracker.op(session, call_id=call_id, call=sdk.call_from_sdk(tool_call, call_id))
+        self.tracker.tool_started(op)
+        return op
+
+    def _tool_result(self, session: SessionState, op: OpState, result: Any) -> None:
+        if result is None:
+            return
+        if result.error is None:
+            pending = session.has_hooks("post_tool_call")
+            self.tracker.tool_returned(op, result.result, hooks_pending=pending)
+        else:
+            error = result.exception or sdk.tool_error(result.error, op.call.name)
+            self.tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+
+    # --- policy rules evaluated in Python (``when`` predicates, ask-user) ---
+
+    async def _policy_request(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        token = _POLICY_REQUEST.set(args[0] if args else kwargs.get("request"))
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _POLICY_REQUEST.reset(token)
+
+    async def _evaluate_policy(
+        self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs
+    ) -> Any:
+        session, request = self.session(instance), _POLICY_REQUEST.get()
+        op = self.guard(self._policy_op, session, request) if session and request else None
+        if op is None:
+            return await wrapped(*args, **kwargs)
+        rule_id = args[0] if args else kwargs.get("rule_id")
+        policy = getattr(instance, "_dynamic_policy_map", {}).get(rule_id)
+        started = perf_counter()
+        with op.scope.current():  # predicates and ask-user handlers run under the call's span
+            outcome = await wrapped(*args, **kwargs)
+        self.guard(self._policy_decided, op, policy, outcome, perf_counter() - started)
+        return outcome
+
+    def _policy_op(self, session: SessionState, request: Any) -> OpState:
+        args = request.tool_args
+        call = ToolCall(
+            sdk.tool_name(args.tool_name),
+            sdk.json_args(args.arguments_json),
+            args.call_id,
+            args.server_name or None,
+        )
+        step_key = sdk.hook_step(args.trajectory_id, args.step_index)
+        return self.tracker.op(session, call_id=args.call_id or None, step_key=step_key, call=call)
+
+    def _policy_decided(self, op: OpState, policy: Any, outcome: Any, duration: float) -> None:
+        """Report one rule's evaluation as a run of the ``antigravity.policy`` hook."""
+        if op.decided or op.pre is None:
+            return
+        verdict, deny_reason = outcome
+        name = _OUTCOME_NAME(verdict)
+        if name.endswith("NO_MATCH") or policy is None:
+            op.pre.hook_finished(POLICY_HOOK, None, None, duration)
+            return
+        rule = sdk.rule_of(policy)
+        allowed = name.endswith("ALLOW")
+        asked = policy.ask_user is not None
+        decision = PolicyDecision(
+            rule.decision,
+            "allowed" if allowed else "denied",
+            rule.name,
+            rule.bucket,
+            deny_reason or f"rule {rule.name!r} matched",
+            asked_user=asked,
+            user_approved=allowed if asked else None,
+        )
+        result = HookResult(allow=allowed, message=deny_reason, decision=decision)
+        op.pre.hook_finished(POLICY_HOOK, result, None, duration)
+        if allowed:
+            op.allow = result
+        else:
+            self.tracker.deny(op, result, POLICY_HOOK)
+
+    # --- interactions (questions to the user) ---
+
+    async def _interaction(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        begun = self.guard(self._ask, session, args[0]) if session and args else None
+        if begun is None:
+            return await wrapped(*args, **kwargs)
+        op, dispatch = begun
+        error: BaseException | None = None
+        result: Any = None
+        try:
+            with op.scope.current(), dispatch.running():
+                result = await wrapped(*args, **kwargs)
+            return result
+        except BaseException as raised:
+            error = raised
+            raise
+        finally:
+            self.guard(self._answered, op, dispatch, result, error)
+
+    def _ask(self, session: SessionState, entries: Any) -> tuple[OpState, Dispatch]:
+        op = self.tracker.interaction(session)
+        questions = [
+            Question(entry.question, [option.text for option in entry.options], str(index))
+            for index, entry in enumerate(entries)
+        ]
+        return op, Dispatch(self.tracker.notify, "on_interaction", op.context, questions)
+
+    def _answered(
+        self, op: OpState, dispatch: Dispatch, result: Any, error: BaseException | None
+    ) -> None:
+        dispatch.finish(None if error is not None else sdk.answers_of(result))
+        self.tracker.end_interaction(op, error)

@@ -1,0 +1,289 @@
+"""google-antigravity 0.1.x values as hookscope values, and the proxy that times SDK hooks.
+
+Imported only when instrumenting (it imports the SDK). Nothing here keeps state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from time import perf_counter
+from typing import Any, Final
+
+import wrapt
+from google.antigravity import types as ag_types  # type: ignore[import-untyped]
+from google.antigravity.connections.local.local_connection_config import (  # type: ignore[import-untyped]
+    PROTO_FIELD_TO_SDK_NAME,
+)
+from google.antigravity.hooks import hooks as ag_hooks  # type: ignore[import-untyped]
+from google.antigravity.hooks import policy as ag_policy
+
+from hookscope.hooks import HookEvent
+from hookscope.integrations._antigravity_dispatch import DISPATCH
+from hookscope.integrations._antigravity_state import UNKNOWN_TOOL, RuleInfo, SessionState
+from hookscope.policy import Decision
+from hookscope.types import Answer, HookResult, Recovery, ToolCall, Usage
+
+__all__ = [
+    "RUNNER_LISTS",
+    "HookProxy",
+    "answers_of",
+    "call_from_sdk",
+    "denial_message",
+    "denied_call",
+    "hook_name",
+    "hook_step",
+    "is_denial",
+    "json_args",
+    "model_of",
+    "proxy",
+    "rule_of",
+    "rules_of",
+    "static_rule",
+    "tool_error",
+    "tool_name",
+    "usage_of",
+]
+
+# SDK hook class → the hookscope event it serves, and the runner property listing its hooks.
+_HOOK_CLASSES: Final[tuple[tuple[type, HookEvent, str], ...]] = (
+    (ag_hooks.OnSessionStartHook, "on_session_start", "on_session_start_hooks"),
+    (ag_hooks.OnSessionEndHook, "on_session_end", "on_session_end_hooks"),
+    (ag_hooks.PreTurnHook, "pre_turn", "pre_turn_hooks"),
+    (ag_hooks.PostTurnHook, "post_turn", "post_turn_hooks"),
+    (ag_hooks.PreToolCallDecideHook, "pre_tool_call", "pre_tool_call_decide_hooks"),
+    (ag_hooks.PostToolCallHook, "post_tool_call", "post_tool_call_hooks"),
+    (ag_hooks.OnToolErrorHook, "on_tool_error", "on_tool_error_hooks"),
+    (ag_hooks.OnInteractionHook, "on_interaction", "on_interaction_hooks"),
+    (ag_hooks.OnCompactionHook, "on_compaction", "on_compaction_hooks"),
+)
+#: The SDK HookRunner property that lists the hooks of each event.
+RUNNER_LISTS: Final[dict[HookEvent, str]] = {event: attr for _, event, attr in _HOOK_CLASSES}
+
+_SDK_DECISIONS: Final = {
+    ag_policy.Decision.APPROVE: Decision.ALLOW,
+    ag_policy.Decision.DENY: Decision.DENY,
+    ag_policy.Decision.ASK_USER: Decision.ASK_USER,
+}
+_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
+
+# The harness reports a denied call as a step in an error state. Its text says a pre-tool check
+# denied it; a static rule without a reason is named in the message (`Denied by policy "x".`),
+# and the error repeats the verdict as a suffix: `<message> ("denied by pre-tool hook: …")`.
+_DENIAL: Final = re.compile(r"denied by pre-tool hook", re.IGNORECASE)
+_POLICY_NAME: Final = re.compile(r'Denied by policy "([^"]*)"')
+_DENIAL_SUFFIX: Final = re.compile(r'\s*\("denied by pre-tool hook:.*\)\s*$', re.DOTALL)
+
+
+# --- values ------------------------------------------------------------------------------
+
+
+def tool_name(raw: Any) -> str:
+    """A tool name as the SDK reports it to hooks (enum values and proto field names mapped)."""
+    name = str(getattr(raw, "value", raw))
+    return str(PROTO_FIELD_TO_SDK_NAME.get(name, name))
+
+
+def json_args(raw: str) -> dict[str, Any]:
+    """Tool arguments from their JSON text; empty when they are not a JSON object."""
+    try:
+        args = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def call_from_sdk(tool_call: Any, call_id: str | None) -> ToolCall:
+    """An SDK ``ToolCall`` as a hookscope :class:`ToolCall` with ``call_id``."""
+    return ToolCall(
+        tool_name(tool_call.name), dict(tool_call.args or {}), call_id or "", tool_call.server_name
+    )
+
+
+def usage_of(metadata: Any) -> Usage:
+    """An SDK ``UsageMetadata`` as hookscope :class:`Usage`."""
+    return Usage(
+        input_tokens=metadata.prompt_token_count or 0,
+        output_tokens=metadata.candidates_token_count or 0,
+    )
+
+
+def model_of(config: Any) -> str | None:
+    """The model an agent config names, if it names one."""
+    model = getattr(config, "model", None)
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def hook_step(trajectory_id: str, step_index: int) -> tuple[str, int] | None:
+    """The step-update key of a call that a hook or policy request numbers ``step_index``."""
+    # Hook and policy requests number a call's step one higher than its step updates do
+    # (observed with the 0.1.22 harness: a call in step update 1 arrives as step_index 2).
+    if not trajectory_id or step_index <= 0:
+        return None
+    return (trajectory_id, step_index - 1)
+
+
+def answers_of(result: Any) -> list[Answer] | None:
+    """An SDK ``QuestionHookResult`` as hookscope answers (``None``: not answered)."""
+    responses = getattr(result, "responses", None)
+    if result is None or responses is None or getattr(result, "cancelled", False):
+        return None
+    answers = [
+        Answer(r.freeform_response or ",".join(r.selected_option_ids or ()), str(index))
+        for index, r in enumerate(responses)
+        if not r.skipped
+    ]
+    return answers or None
+
+
+# --- policies ----------------------------------------------------------------------------
+
+
+def _bucket(target: str, decision: Decision) -> int:
+    scope = 2 if target == "*" else (1 if target.endswith("/*") else 0)
+    return scope * 3 + _RANK[decision]
+
+
+def rule_of(policy: Any) -> RuleInfo:
+    """An SDK ``Policy`` as a :class:`RuleInfo` (same nine buckets as hookscope's)."""
+    decision = _SDK_DECISIONS.get(policy.decision, Decision.DENY)
+    dynamic = (policy.when is not None or decision is Decision.ASK_USER) and (
+        policy.name != ag_policy.WORKSPACE_ONLY_POLICY_NAME
+    )
+    target = str(policy.tool)
+    return RuleInfo(
+        policy.name or target, target, decision, _bucket(target, decision), policy.reason, dynamic
+    )
+
+
+def rules_of(config: Any) -> list[RuleInfo]:
+    """The policy rules of an agent config (empty when unreadable)."""
+    try:
+        policies = ag_policy.flatten_policies(list(getattr(config, "policies", None) or []))
+    except (TypeError, ValueError):
+        return []
+    return [rule_of(p) for p in policies if not isinstance(p, ag_policy.AutoPolicy)]
+
+
+def is_denial(step: Any) -> bool:
+    """Whether an error step is the harness's report of a denied call."""
+    return bool(_DENIAL.search(step.content or ""))
+
+
+def denial_message(step: Any) -> str:
+    """The denial's own message, without the harness's repeated suffix."""
+    return _DENIAL_SUFFIX.sub("", step.error or "") or "denied by policy"
+
+
+def _deny_rules(session: SessionState, message: str) -> list[RuleInfo]:
+    named = _POLICY_NAME.search(message)
+    if named is not None:
+        return session.rules_named(named.group(1), Decision.DENY)
+    # A rule with a reason of its own is reported by that reason alone.
+    return [
+        r
+        for r in session.rules
+        if r.decision is Decision.DENY and not r.dynamic and r.reason and r.reason == message
+    ]
+
+
+def static_rule(session: SessionState, message: str) -> RuleInfo | None:
+    """The static rule a harness denial names (by name, or by its reason)."""
+    rules = _deny_rules(session, message)
+    return rules[0] if rules else None
+
+
+def denied_call(session: SessionState, message: str) -> ToolCall:
+    """The call a harness denial was about, as far as the rule's target tells.
+
+    The harness does not say which tool it denied; a rule for one tool tells, a wildcard rule
+    does not (the tool is then :data:`UNKNOWN_TOOL`).
+    """
+    targets = {r.target for r in _deny_rules(session, message)}
+    if len(targets) != 1:
+        return ToolCall(UNKNOWN_TOOL)
+    target = targets.pop()
+    if target == "*":
+        return ToolCall(UNKNOWN_TOOL)
+    server, _, name = target.rpartition("/")
+    if name == "*":
+        return ToolCall(UNKNOWN_TOOL, server=server)
+    return ToolCall(tool_name(name), server=server or None)
+
+
+# --- hooks -------------------------------------------------------------------------------
+
+
+def hook_name(hook: Any) -> str:
+    """A registered SDK hook's name: its ``name``, function name or class name."""
+    for attribute in ("name", "__name__"):
+        value = getattr(hook, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(hook).__name__
+
+
+def _hook_result(event: HookEvent, result: Any) -> Any:
+    """An SDK hook's return value as the hookscope value of the same meaning."""
+    if result is None:
+        return None
+    if event in ("pre_turn", "pre_tool_call"):
+        return HookResult(
+            allow=bool(getattr(result, "allow", True)),
+            message=str(getattr(result, "message", "") or ""),
+            modified_args=getattr(result, "modified_args", None),
+        )
+    if event == "on_tool_error":
+        return Recovery(result)
+    if event == "on_interaction":
+        return answers_of(result)
+    return None
+
+
+class HookProxy(wrapt.ObjectProxy[Any]):
+    """A registered SDK hook, unchanged, that reports each run to the current dispatch.
+
+    ``isinstance`` checks, attributes and equality all pass through to the hook, so the SDK
+    registers and calls it exactly as it would the hook itself.
+    """
+
+    def __init__(self, hook: Any, events: frozenset[HookEvent]) -> None:
+        super().__init__(hook)
+        self._self_events = events
+        self._self_hook_name = hook_name(hook)
+
+    async def run(self, context: Any, data: Any) -> Any:
+        """Run the hook; report its duration and result (or failure) to the dispatch."""
+        dispatch = DISPATCH.get()
+        if dispatch is None or dispatch.event not in self._self_events:
+            return await self.__wrapped__.run(context, data)
+        started = perf_counter()
+        try:
+            result = await self.__wrapped__.run(context, data)
+        except Exception as error:
+            dispatch.hook_finished(self._self_hook_name, None, error, perf_counter() - started)
+            raise
+        duration = perf_counter() - started
+        try:
+            converted = _hook_result(dispatch.event, result)
+        except Exception:  # an odd return value: report the run without its result
+            converted = None
+        dispatch.hook_finished(self._self_hook_name, converted, None, duration)
+        return result
+
+
+def proxy(hook: Any) -> Any:
+    """``hook`` behind a :class:`HookProxy` when it serves a hookscope event, else itself."""
+    if isinstance(hook, HookProxy):
+        return hook
+    events = frozenset(event for cls, event, _ in _HOOK_CLASSES if isinstance(hook, cls))
+    return HookProxy(hook, events) if events else hook
+
+
+def tool_error(message: str, tool: str) -> BaseException:
+    """The SDK's ``ToolExecutionError`` for a failure known only by its message."""
+    error: BaseException = ag_types.ToolExecutionError(message or "tool failed", tool)
+    return error

@@ -1,0 +1,442 @@
+"""The state behind the antigravity adapter: sessions, turns and tool calls in flight.
+
+The google-antigravity SDK reports a session's life piecemeal, from several tasks: prompts from
+the caller's task; tool calls, hook callbacks and policy questions from tasks spawned by the
+connection's reader task; turn ends from the reader itself. :class:`Tracker` turns those
+reports into the observer protocol (:class:`~hookscope.runner.DispatchObserver`) with
+hookscope's own :class:`SessionContext`, :class:`TurnContext` and :class:`OperationContext`, so
+OTelHook (or any observer) sees the calls a :class:`~hookscope.runner.HookRunner` would make.
+
+Nothing here knows the SDK's types; the adapter translates. Every scope is keyed by hookscope
+state, never by the SDK's context objects: the SDK hands hooks a fresh ``TurnContext`` when a
+StopHook is registered, and OpenAI-style tool-call ids repeat across sessions. A session holds
+its current turn; tool operations are found by (session, call id) or (session, trajectory,
+step index).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any, Final, Literal, final
+
+from hookscope.context import OperationContext, SessionContext, TurnContext
+from hookscope.hooks import HookEvent
+from hookscope.integrations._antigravity_dispatch import Dispatch, Notifier, Scope
+from hookscope.policy import Decision
+from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
+
+__all__ = [
+    "HARNESS_POLICY",
+    "POLICY_HOOK",
+    "UNKNOWN_TOOL",
+    "OpState",
+    "RuleInfo",
+    "SessionState",
+    "Tracker",
+    "TurnInterrupted",
+    "TurnState",
+]
+
+#: Decided-by name for policy rules the SDK evaluates in Python (``when`` predicates, ask-user).
+POLICY_HOOK: Final = "antigravity.policy"
+#: Decided-by name for static policy rules the Go harness enforces without asking Python.
+HARNESS_POLICY: Final = "antigravity.harness"
+#: Tool name for a call the harness denied without saying which tool it was (wildcard rules).
+UNKNOWN_TOOL: Final = "_unknown"
+
+_ALLOW: Final = HookResult()
+StepKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    """One configured policy rule, as the adapter needs it to name a decision.
+
+    Args:
+        name: The rule's name as the SDK and harness report it (``name or tool``).
+        target: ``tool``, ``server/tool``, ``server/*`` or ``*``.
+        decision: What the rule decides when it matches.
+        bucket: Its precedence bucket, 0 to 8 (hookscope's and the SDK's order).
+        reason: The rule's deny reason, possibly empty.
+        dynamic: Whether Python evaluates it (a ``when`` predicate or ask-user).
+    """
+
+    name: str
+    target: str
+    decision: Decision
+    bucket: int
+    reason: str
+    dynamic: bool
+
+
+class TurnInterrupted(RuntimeError):
+    """Why a turn failed when its session ended before the agent finished the turn."""
+
+    def __init__(self) -> None:
+        super().__init__("the session ended before the turn did; read the whole response first")
+
+
+@final
+class OpState:
+    """One tool call (or interaction) of a turn, open until its step is done."""
+
+    __slots__ = (
+        "allow",
+        "call",
+        "call_id",
+        "closed",
+        "denied",
+        "outcome",
+        "pre",
+        "run_started",
+        "scope",
+        "step_key",
+    )
+
+    def __init__(self, scope: Scope, call: ToolCall, pre: Dispatch | None) -> None:
+        self.scope = scope
+        self.call = call
+        #: ``pre_tool_call``: started when the call is first seen, finished when decided.
+        self.pre = pre
+        #: An allow that carries a policy decision, kept until the allow is final.
+        self.allow: HookResult = _ALLOW
+        #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
+        self.outcome: Dispatch | None = None
+        self.call_id: str | None = None
+        self.step_key: StepKey | None = None
+        self.run_started = 0.0
+        self.denied = False
+        self.closed = False
+
+    @property
+    def context(self) -> OperationContext:
+        """The operation's hookscope context."""
+        return self.scope.context  # type: ignore[return-value]
+
+    @property
+    def decided(self) -> bool:
+        """Whether ``pre_tool_call`` has finished (allowed or denied)."""
+        return self.pre is None or self.pre.finished
+
+
+@final
+class TurnState:
+    """One turn: from the prompt being sent to the trajectory going idle."""
+
+    __slots__ = ("blocked", "post_turn", "pre_turn", "response_text", "scope", "usage_start")
+
+    def __init__(self, scope: Scope, usage_start: Usage | None) -> None:
+        self.scope = scope
+        self.usage_start = usage_start
+        self.pre_turn: Dispatch | None = None
+        self.post_turn = False
+        self.blocked = False
+        self.response_text = ""
+
+    @property
+    def context(self) -> TurnContext:
+        """The turn's hookscope context."""
+        return self.scope.context  # type: ignore[return-value]
+
+
+def _no_hooks(event: HookEvent) -> bool:
+    return False
+
+
+def _no_usage() -> Usage | None:
+    return None
+
+
+@final
+class SessionState:
+    """One agent session and everything open in it."""
+
+    __slots__ = (
+        "closed",
+        "compactions",
+        "end_reported",
+        "has_hooks",
+        "model",
+        "ops",
+        "ops_by_call",
+        "ops_by_step",
+        "rules",
+        "scope",
+        "start_reported",
+        "turn",
+        "usage",
+    )
+
+    def __init__(self, scope: Scope, model: str | None, rules: Sequence[RuleInfo]) -> None:
+        self.scope = scope
+        self.model = model
+        self.rules = tuple(rules)
+        self.turn: TurnState | None = None
+        self.ops: dict[int, OpState] = {}
+        self.ops_by_call: dict[str, OpState] = {}
+        self.ops_by_step: dict[StepKey, OpState] = {}
+        #: Whether the SDK has hooks for an event: then the harness calls back for it, and
+        #: the dispatch is reported when those hooks run.
+        self.has_hooks: Callable[[HookEvent], bool] = _no_hooks
+        #: Cumulative token usage of the session so far, when known.
+        self.usage: Callable[[], Usage | None] = _no_usage
+        #: Whether ``on_session_start`` / ``on_session_end`` have been reported.
+        self.start_reported = False
+        self.end_reported = False
+        self.closed = False
+        self.compactions: set[StepKey] = set()
+
+    @property
+    def context(self) -> SessionContext:
+        """The session's hookscope context."""
+        return self.scope.context  # type: ignore[return-value]
+
+    def rules_named(self, name: str, decision: Decision) -> list[RuleInfo]:
+        """Static (harness-enforced) rules called ``name`` that decide ``decision``."""
+        return [r for r in self.rules if r.name == name and r.decision is decision]
+
+
+class Tracker:
+    """Opens and closes hookscope scopes from SDK events and tells the observers.
+
+    Args:
+        observers: DispatchObservers (OTelHook) to drive.
+        agent_name: The agent name every session reports.
+    """
+
+    def __init__(self, observers: Sequence[object], agent_name: str) -> None:
+        self.notify = Notifier(observers)
+        self.agent_name = agent_name
+        self.active = True
+        self._sessions: dict[int, SessionState] = {}
+
+    # --- sessions ---
+
+    def open_session(
+        self, session_id: str | None, model: str | None, rules: Sequence[RuleInfo]
+    ) -> SessionState:
+        """Open a session scope (in a copy of the caller's context: it may link to a span)."""
+        context = SessionContext(session_id or os.urandom(16).hex(), self.agent_name)
+        session = SessionState(
+            Scope(context, contextvars.copy_context(), self.notify), model, rules
+        )
+        self._sessions[id(session)] = session
+        return session
+
+    def session_started(self, session: SessionState) -> None:
+        """Report ``on_session_start`` unless SDK hooks will (the harness calls them later)."""
+        if not session.start_reported and not session.has_hooks("on_session_start"):
+            session.start_reported = True
+            Dispatch(self.notify, "on_session_start", session.context, None).finish(None)
+
+    def close_session(self, session: SessionState, error: BaseException | None) -> None:
+        """End whatever is open in ``session``, then the session itself."""
+        if session.closed:
+            return
+        session.closed = True
+        self._sessions.pop(id(session), None)
+        if session.turn is not None:  # the session ended before the trajectory went idle
+            self.end_turn(session, error=error or TurnInterrupted(), outcome="failed")
+        for op in list(session.ops.values()):
+            self.close_op(session, op)
+        context = session.context
+        if error is None:
+            context.outcome = "completed"
+        else:
+            cancelled = isinstance(error, (KeyboardInterrupt, asyncio.CancelledError))
+            context.outcome = "cancelled" if cancelled else "failed"
+        if not session.end_reported:
+            session.end_reported = True
+            Dispatch(self.notify, "on_session_end", context, None).finish(None)
+        session.scope.end(self.notify, error)
+
+    def close_all(self) -> None:
+        """End every open session (``uninstrument()`` while agents still run)."""
+        for session in list(self._sessions.values()):
+            self.close_session(session, None)
+
+    # --- turns ---
+
+    def start_turn(self, session: SessionState, prompt: Any) -> TurnState:
+        """Open the session's next turn; ``pre_turn`` waits for SDK hooks when there are any."""
+        if session.turn is not None:  # the previous turn never reported idle
+            self.end_turn(session)
+        context = session.context
+        turn_context = TurnContext(context, context.turn_count, prompt)
+        context.turn_count += 1
+        turn = TurnState(Scope(turn_context, contextvars.Context(), self.notify), session.usage())
+        session.turn = turn
+        turn.pre_turn = Dispatch(self.notify, "pre_turn", turn_context, prompt)
+        if not session.has_hooks("pre_turn"):
+            turn.pre_turn.finish(_ALLOW)
+        return turn
+
+    def current_turn(self, session: SessionState) -> TurnState:
+        """The open turn, or a new one for activity no prompt started (a trigger)."""
+        return session.turn if session.turn is not None else self.start_turn(session, None)
+
+    def turn_decided(self, turn: TurnState, result: HookResult) -> None:
+        """``pre_turn`` ended with ``result``."""
+        if turn.pre_turn is not None:
+            turn.pre_turn.finish(result)
+        turn.blocked = not result.allow
+
+    def post_turn(
+        self, session: SessionState, turn: TurnState, text: str | None = None
+    ) -> Dispatch:
+        """Start ``post_turn`` with the turn's response (text, usage, model)."""
+        turn.post_turn = True
+        usage = _usage_since(turn.usage_start, session.usage())
+        response = ChatResponse(
+            text=turn.response_text if text is None else text, model=session.model, usage=usage
+        )
+        return Dispatch(self.notify, "post_turn", turn.context, response)
+
+    def end_turn(
+        self,
+        session: SessionState,
+        *,
+        error: BaseException | None = None,
+        outcome: Literal["completed", "blocked", "failed"] | None = None,
+    ) -> None:
+        """Close the open turn: completed (with ``post_turn``), blocked or failed."""
+        turn = session.turn
+        if turn is None:
+            return
+        session.turn = None
+        if turn.pre_turn is not None:
+            turn.pre_turn.finish(_ALLOW)  # the SDK's pre_turn hooks never reported back
+        if outcome is None:
+            outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
+        for op in list(session.ops.values()):
+            if op.scope.context.parent is turn.context:
+                self.close_op(session, op)
+        if outcome == "completed" and not turn.post_turn:
+            self.post_turn(session, turn).finish(None)
+        turn.context.outcome = outcome
+        turn.scope.end(self.notify, error)
+
+    # --- tool operations ---
+
+    def op(
+        self,
+        session: SessionState,
+        *,
+        call_id: str | None = None,
+        step_key: StepKey | None = None,
+        call: ToolCall | None = None,
+    ) -> OpState:
+        """The open operation for ``call_id`` or ``step_key``; a new one when there is none.
+
+        Both keys are per session: OpenAI-style call ids repeat across sessions, and a key is
+        released when its operation closes, so a later call may reuse it.
+        """
+        op = session.ops_by_call.get(call_id) if call_id else None
+        if op is None and step_key is not None:
+            op = session.ops_by_step.get(step_key)
+            if op is not None and call_id and op.call_id not in (None, call_id):
+                op = None  # that step belongs to another call: do not merge the two
+        if op is None:
+            turn = self.current_turn(session)
+            call = call or ToolCall(UNKNOWN_TOOL)
+            if call_id and not call.id:
+                call = ToolCall(call.name, call.args, call_id, call.server)
+            context = OperationContext(turn.context, "tool", call, call.id)
+            op = OpState(Scope(context, contextvars.Context(), self.notify), call, None)
+            op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
+            session.ops[id(op)] = op
+        if call_id and op.call_id is None:
+            op.call_id = call_id
+            session.ops_by_call[call_id] = op
+        if step_key is not None and op.step_key is None:
+            op.step_key = step_key
+            session.ops_by_step[step_key] = op
+        return op
+
+    def deny(self, op: OpState, result: HookResult, decided_by: str | None) -> None:
+        """The call was denied (by a hook, a Python-evaluated rule or the harness)."""
+        if op.decided:
+            return
+        op.denied = True
+        assert op.pre is not None
+        op.pre.finish(result, decided_by, data=op.call)
+
+    def allowed(self, op: OpState) -> None:
+        """The call goes ahead: finish ``pre_tool_call`` with the allow it has."""
+        if not op.decided:
+            assert op.pre is not None
+            op.pre.finish(op.allow, data=op.call)
+
+    def tool_started(self, op: OpState) -> None:
+        """The tool is about to run in Python."""
+        self.allowed(op)
+        op.run_started = perf_counter()
+
+    def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
+        """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
+        self.allowed(op)
+        if op.outcome is not None:
+            return
+        duration = perf_counter() - op.run_started if op.run_started else 0.0
+        op.outcome = Dispatch(
+            self.notify, "post_tool_call", op.context, ToolResult(op.call, value, duration)
+        )
+        if not hooks_pending:
+            op.outcome.finish(None)
+
+    def tool_failed(self, op: OpState, error: BaseException, hooks_pending: bool) -> None:
+        """The tool failed; ``on_tool_error`` ends now or when the SDK's error hooks ran."""
+        self.allowed(op)
+        if op.outcome is not None:
+            return
+        op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
+        if not hooks_pending:
+            op.outcome.finish(None)
+
+    def recovered(self, op: OpState, value: str | None) -> None:
+        """The SDK's error hooks ran: a non-empty string replaced the error for the model."""
+        if op.outcome is not None and op.outcome.event == "on_tool_error":
+            op.outcome.finish(Recovery(value) if value else None)
+
+    def close_op(
+        self, session: SessionState, op: OpState, error: BaseException | None = None
+    ) -> None:
+        """The call's step is done: finish what is pending and close the scope."""
+        if op.closed:
+            return
+        op.closed = True
+        self.allowed(op)
+        if op.outcome is not None:
+            op.outcome.finish(None)
+        session.ops.pop(id(op), None)
+        if op.call_id is not None and session.ops_by_call.get(op.call_id) is op:
+            del session.ops_by_call[op.call_id]
+        if op.step_key is not None and session.ops_by_step.get(op.step_key) is op:
+            del session.ops_by_step[op.step_key]
+        op.scope.end(self.notify, error)
+
+    def interaction(self, session: SessionState) -> OpState:
+        """Open an interaction operation (a question to the user) in the current turn."""
+        turn = self.current_turn(session)
+        context = OperationContext(turn.context, "interaction")
+        return OpState(Scope(context, contextvars.Context(), self.notify), ToolCall(""), None)
+
+    def end_interaction(self, op: OpState, error: BaseException | None) -> None:
+        """Close an interaction operation."""
+        if not op.closed:
+            op.closed = True
+            op.scope.end(self.notify, error)
+
+
+def _usage_since(start: Usage | None, end: Usage | None) -> Usage | None:
+    if end is None:
+        return None
+    if start is None:
+        return end
+    usage = Usage(end.input_tokens - start.input_tokens, end.output_tokens - start.output_tokens)
+    return usage if usage.total_tokens else None

@@ -1,0 +1,143 @@
+"""hookscope for google-antigravity: traces, policy decisions and recoveries of real agents.
+
+Two ways in:
+
+* :class:`AntigravityInstrumentor` (recommended) wraps the SDK with ``wrapt`` and observes
+  it; the agent's code does not change and its behaviour does not either::
+
+      from hookscope.integrations.antigravity import AntigravityInstrumentor
+
+      AntigravityInstrumentor().instrument(tracer_provider=tp, meter_provider=mp)
+      async with Agent(LocalAgentConfig(...)) as agent:   # traced
+          ...
+
+  or, with no code at all, ``opentelemetry-instrument python app.py`` (entry point
+  ``antigravity``).
+
+* :func:`hooks` returns plain SDK hooks for ``LocalAgentConfig(hooks=[...])``, for those who
+  prefer not to patch. Hooks see less than the wrappers do: tool calls appear when they end
+  (no durations), and neither policy denials nor recoveries by other hooks are visible.
+
+Both produce hookscope's telemetry (DESIGN §5): ``session {agent}`` → ``invoke_agent {agent}``
+→ ``execute_tool {tool}`` spans with their events, and every hookscope metric.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
+    BaseInstrumentor,
+)
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from hookscope.integrations._antigravity_state import Tracker
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ["DEFAULT_AGENT_NAME", "INSTRUMENTS", "AntigravityInstrumentor", "hooks"]
+
+#: The google-antigravity versions this instrumentation is written against.
+INSTRUMENTS: Final = ("google-antigravity >= 0.1.22, < 0.2",)
+#: The ``gen_ai.agent.name`` reported when none is given (the SDK's Agent has no name).
+DEFAULT_AGENT_NAME: Final = "antigravity"
+
+
+class AntigravityInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Instrument google-antigravity so every ``Agent`` session is traced by hookscope.
+
+    ``instrument()`` accepts:
+
+    * ``tracer_provider``, ``meter_provider``: where spans and metrics go (the global
+      providers when omitted);
+    * ``agent_name``: the ``gen_ai.agent.name`` of every session (default ``"antigravity"``);
+    * ``observers``: further :class:`~hookscope.runner.DispatchObserver` objects to drive
+      alongside the OTelHook.
+
+    Sessions, turns, tool calls (Python tools and harness tools), policy decisions (rules
+    evaluated in Python and static rules the harness enforces), error recoveries by
+    ``on_tool_error`` hooks, interactions, compactions and the duration of every SDK hook are
+    recorded. Only SDK objects created while instrumented are observed; ``uninstrument()``
+    removes every wrapper and ends the spans of sessions still open.
+    """
+
+    _tracker: Tracker | None = None
+    _wrapped: tuple[tuple[str, str], ...] = ()
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        """The instrumented package and versions, checked before ``instrument()`` wraps."""
+        return INSTRUMENTS
+
+    def _instrument(self, **kwargs: Any) -> None:
+        from hookscope.integrations._antigravity_adapter import Adapter
+        from hookscope.telemetry.otel_hook import OTelHook
+
+        tracer_provider: TracerProvider | None = kwargs.get("tracer_provider")
+        meter_provider: MeterProvider | None = kwargs.get("meter_provider")
+        agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
+        extra: Sequence[object] = tuple(kwargs.get("observers") or ())
+        otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
+        tracker = Tracker([otel, *extra], agent_name)
+        wrapped: list[tuple[str, str]] = []
+        try:
+            for module, name, wrapper in Adapter(tracker).targets():
+                wrap_function_wrapper(module, name, wrapper)
+                wrapped.append((module, name))
+        except BaseException:
+            _unwrap_all(wrapped)
+            raise
+        self._tracker = tracker
+        self._wrapped = tuple(wrapped)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        _unwrap_all(self._wrapped)
+        self._wrapped = ()
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            tracker.active = False
+            tracker.close_all()
+
+
+def _unwrap_all(wrapped: Sequence[tuple[str, str]]) -> None:
+    for module_name, qualified in reversed(wrapped):
+        owner_name, _, attribute = qualified.rpartition(".")
+        owner = getattr(importlib.import_module(module_name), owner_name)
+        unwrap(owner, attribute)
+
+
+def hooks(
+    agent_name: str | None = None,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+) -> list[Any]:
+    """Plain google-antigravity hooks that record hookscope telemetry, without patching.
+
+    Pass them in the agent's config: ``LocalAgentConfig(hooks=[*mine, *hooks("coder")])``.
+    Put them after your own hooks: the SDK stops a hook chain at the first verdict, and these
+    only observe.
+
+    No decide hook is included: registering one would change what the harness calls back
+    and would satisfy the SDK's check that write tools have a safety policy. Tool calls are
+    therefore recorded when they finish (without durations or policy decisions), and errors
+    as not recovered. Use :class:`AntigravityInstrumentor` for the full picture.
+
+    Args:
+        agent_name: ``gen_ai.agent.name`` of the sessions (default ``"antigravity"``).
+        tracer_provider: Where spans go; the global provider when ``None``.
+        meter_provider: Where metrics go; the global provider when ``None``.
+
+    Returns:
+        Hook objects for ``hooks=[...]`` of any google-antigravity agent config.
+    """
+    from hookscope.integrations._antigravity_hooks import plain_hooks
+    from hookscope.telemetry.otel_hook import OTelHook
+
+    name = agent_name or DEFAULT_AGENT_NAME
+    otel = OTelHook(tracer_provider, meter_provider, agent_name=name)
+    return plain_hooks(Tracker([otel], name))

@@ -1,0 +1,115 @@
+"""AntigravityInstrumentor: what it wraps, what it leaves behind, what it registers."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+import wrapt
+from google.antigravity.hooks import hook_runner, hooks
+from opentelemetry.sdk.trace import TracerProvider
+
+from hookscope.integrations._antigravity_adapter import Adapter
+from hookscope.integrations._antigravity_state import Tracker
+from hookscope.integrations.antigravity import INSTRUMENTS, AntigravityInstrumentor
+from hookscope.integrations.antigravity import hooks as plain_hooks
+
+
+def _targets() -> list[tuple[type, str]]:
+    found = []
+    for module, qualified, _ in Adapter(Tracker([], "x")).targets():
+        owner, _, attribute = qualified.rpartition(".")
+        found.append((getattr(importlib.import_module(module), owner), attribute))
+    return found
+
+
+def test_declares_the_instrumented_package_range() -> None:
+    assert AntigravityInstrumentor().instrumentation_dependencies() == (
+        "google-antigravity >= 0.1.22, < 0.2",
+    )
+    assert INSTRUMENTS == ("google-antigravity >= 0.1.22, < 0.2",)
+
+
+def test_instrument_wraps_every_target_and_uninstrument_restores_the_originals() -> None:
+    originals = {(cls, name): cls.__dict__[name] for cls, name in _targets()}
+    instrumentor = AntigravityInstrumentor()
+
+    instrumentor.instrument()
+    try:
+        wrapped = [(c, n) for c, n in originals if isinstance(c.__dict__[n], wrapt.FunctionWrapper)]
+        assert wrapped == list(originals)
+    finally:
+        instrumentor.uninstrument()
+
+    assert {(c, n): c.__dict__[n] for c, n in originals} == originals
+
+
+@hooks.pre_turn
+def gate(prompt: str) -> hooks.HookResult:
+    """A decorated SDK hook."""
+    return hooks.HookResult(allow=True)
+
+
+class Audit(hooks.PostToolCallHook):
+    async def run(self, context: hooks.HookContext, data: object) -> None:
+        return None
+
+
+@pytest.mark.usefixtures("instrumentor")
+def test_sdk_hooks_are_registered_behind_transparent_proxies() -> None:
+    audit = Audit()
+    runner = hook_runner.HookRunner(hooks=[gate, audit])
+
+    (registered_gate,) = runner.pre_turn_hooks
+    (registered_audit,) = runner.post_tool_call_hooks
+    assert isinstance(registered_gate, hooks.PreTurnHook)
+    assert isinstance(registered_audit, Audit)
+    assert registered_gate == gate
+    assert registered_audit == audit
+    assert registered_gate.__doc__ == "A decorated SDK hook."
+
+
+def test_hooks_registered_when_not_instrumented_are_left_alone() -> None:
+    runner = hook_runner.HookRunner(hooks=[gate])
+
+    assert runner.pre_turn_hooks[0] is gate
+
+
+async def test_a_proxy_outside_any_dispatch_just_runs_the_hook() -> None:
+    instrumentor = AntigravityInstrumentor()
+    instrumentor.instrument()
+    try:
+        runner = hook_runner.HookRunner(hooks=[gate])
+        result, _ = await runner.dispatch_pre_turn("hello")
+    finally:
+        instrumentor.uninstrument()
+
+    assert result.allow is True
+
+
+def test_plain_hooks_observe_without_a_decide_hook(tracer_provider: TracerProvider) -> None:
+    # A decide hook would change what the harness calls back, and would satisfy the SDK's
+    # "write tools need a safety policy" check on the user's behalf.
+    registered = hook_runner.HookRunner(hooks=plain_hooks("coder", tracer_provider=tracer_provider))
+
+    assert registered.pre_tool_call_decide_hooks == ()
+    assert len(registered.on_session_start_hooks) == 1
+    assert len(registered.on_session_end_hooks) == 1
+    assert len(registered.pre_turn_hooks) == 1
+    assert len(registered.post_turn_hooks) == 1
+    assert len(registered.post_tool_call_hooks) == 1
+    assert len(registered.on_tool_error_hooks) == 1
+
+
+def test_importing_the_integrations_loads_neither_the_sdk_nor_opentelemetry_sdk() -> None:
+    # wrap_tool needs neither; the instrumentor module loads both only when instrumenting.
+    script = (
+        "import sys\n"
+        "import hookscope.integrations, hookscope.integrations.antigravity\n"
+        "print(sorted(m for m in sys.modules\n"
+        "    if m.startswith(('google.antigravity', 'opentelemetry.sdk'))))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"

@@ -1,0 +1,178 @@
+"""Tracker: hookscope scopes driven from an SDK's reports, keyed by hookscope's own state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookscope.integrations._antigravity_state import Tracker, TurnInterrupted
+from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
+
+from ..conftest import Recorder
+
+CALL = ToolCall("get_weather", {"city": "Oslo"}, "call_1")
+
+
+def tracker_with(recorder: Recorder) -> Tracker:
+    return Tracker([recorder], "bot")
+
+
+def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s1", "m", ())
+    tracker.session_started(session)
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_started(op)
+    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    tracker.close_op(session, op)
+    tracker.end_turn(session)
+    tracker.close_session(session, None)
+
+    allow = HookResult()
+    assert [c for c in recorder.calls if c[0] != "hook_finished"] == [
+        ("scope_started", "SessionContext"),
+        ("dispatch_started", "on_session_start"),
+        ("dispatch_finished", "on_session_start", None, None),
+        ("scope_started", "TurnContext"),
+        ("dispatch_started", "pre_turn"),
+        ("dispatch_finished", "pre_turn", allow, None),
+        ("scope_started", "OperationContext"),
+        ("dispatch_started", "pre_tool_call"),
+        ("dispatch_finished", "pre_tool_call", allow, None),
+        ("dispatch_started", "post_tool_call"),
+        ("dispatch_finished", "post_tool_call", None, None),
+        ("scope_ended", "OperationContext", None, None),
+        ("dispatch_started", "post_turn"),
+        ("dispatch_finished", "post_turn", None, None),
+        ("scope_ended", "TurnContext", "completed", None),
+        ("dispatch_started", "on_session_end"),
+        ("dispatch_finished", "on_session_end", None, None),
+        ("scope_ended", "SessionContext", "completed", None),
+    ]
+
+
+def test_the_same_call_id_in_two_sessions_is_two_calls(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    first, second = tracker.open_session("a", None, ()), tracker.open_session("b", None, ())
+
+    one = tracker.op(first, call_id="call_1", call=CALL)
+    other = tracker.op(second, call_id="call_1", call=CALL)
+
+    assert one is not other
+    assert one.context.session_id == "a"
+    assert other.context.session_id == "b"
+
+
+def test_a_closed_call_releases_its_id_for_a_later_call(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    first = tracker.op(session, call_id="call_1", step_key=("t", 1), call=CALL)
+    tracker.close_op(session, first)
+
+    again = tracker.op(session, call_id="call_1", step_key=("t", 3), call=CALL)
+
+    assert again is not first
+    assert tracker.op(session, step_key=("t", 3)) is again
+
+
+def test_a_call_seen_first_by_its_step_is_found_by_its_id_later(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    by_step = tracker.op(session, step_key=("t", 1), call=CALL)
+
+    linked = tracker.op(session, call_id="call_1", step_key=("t", 1))
+
+    assert linked is by_step
+    assert tracker.op(session, call_id="call_1") is by_step
+
+
+def test_a_step_held_by_another_call_is_not_merged_into_it(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    first = tracker.op(session, call_id="call_1", step_key=("t", 1), call=CALL)
+
+    second = tracker.op(session, call_id="call_2", step_key=("t", 1), call=CALL)
+
+    assert second is not first
+
+
+def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+
+    tracker.close_op(session, op)
+
+    assert recorder.named("dispatch_finished")[-1] == (
+        "dispatch_finished",
+        "on_tool_error",
+        None,
+        None,
+    )
+
+
+def test_a_recovery_is_a_non_empty_replacement_message(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    recovered, unrecovered = (tracker.op(session, call_id=i, call=CALL) for i in ("c1", "c2"))
+    for op in (recovered, unrecovered):
+        tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+
+    tracker.recovered(recovered, "try Rome")
+    tracker.recovered(unrecovered, None)
+
+    finished = [c[2] for c in recorder.named("dispatch_finished") if c[1] == "on_tool_error"]
+    assert finished == [Recovery("try Rome"), None]
+
+
+def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    tracker.op(session, call_id="call_1", call=CALL)
+
+    tracker.close_session(session, None)
+
+    ended = recorder.named("scope_ended")
+    assert ended == [
+        ("scope_ended", "OperationContext", None, None),
+        ("scope_ended", "TurnContext", "failed", "TurnInterrupted"),
+        ("scope_ended", "SessionContext", "completed", None),
+    ]
+    assert "read the whole response" in str(TurnInterrupted())
+
+
+class Keep:
+    """Keeps what each dispatch started with."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, list[Any]] = {}
+
+    def dispatch_started(self, event: str, context: Any, data: Any) -> None:
+        self.data.setdefault(event, []).append(data)
+
+
+def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
+    keep = Keep()
+    tracker = Tracker([keep], "bot")
+    session = tracker.open_session("s", "m", ())
+    used = [Usage(100, 40)]
+    session.usage = lambda: used[-1]
+    tracker.start_turn(session, "hi")
+    used.append(Usage(130, 52))
+
+    tracker.end_turn(session)
+
+    assert keep.data["post_turn"] == [ChatResponse("", "m", Usage(30, 12))]
+
+
+def test_tool_result_carries_the_value_and_the_effective_call() -> None:
+    keep = Keep()
+    tracker = Tracker([keep], "bot")
+    session = tracker.open_session("s", None, ())
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_started(op)
+    tracker.tool_returned(op, "sunny", hooks_pending=False)
+
+    assert [(r.call, r.value) for r in keep.data["post_tool_call"]] == [(CALL, "sunny")]
