@@ -826,3 +826,32 @@ async def test_queued_histogram_values_carry_no_misleading_exemplars(
         for exemplar in point.exemplars
     ]
     assert exemplars == []
+
+
+async def test_a_conversation_id_learned_mid_session_labels_the_session_and_its_turns(
+    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+) -> None:
+    async with HookRunner([otel_hook]).session(session_id="s9") as session:
+        async with session.turn():
+            session.context.conversation_id = "traj-1"  # as an adapter learns it
+        async with session.turn():
+            pass
+    conversations = [
+        (s.name, (s.attributes or {})["gen_ai.conversation.id"])
+        for s in span_exporter.get_finished_spans()
+    ]
+    assert conversations == [
+        ("invoke_agent agent", "traj-1"),
+        ("invoke_agent agent", "traj-1"),
+        ("session agent", "traj-1"),
+    ]
+
+
+async def test_the_conversation_id_defaults_to_the_session_id(
+    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+) -> None:
+    async with HookRunner([otel_hook]).session(session_id="s9") as session, session.turn():
+        pass
+    assert {
+        (s.attributes or {})["gen_ai.conversation.id"] for s in span_exporter.get_finished_spans()
+    } == {"s9"}

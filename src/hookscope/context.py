@@ -91,13 +91,17 @@ class SessionContext(HookContext):
         agent_name: Name of the agent running it; empty when the agent did not say.
     """
 
-    __slots__ = ("agent_name", "outcome", "session_id", "turn_count")
+    __slots__ = ("agent_name", "conversation_id", "outcome", "session_id", "turn_count")
 
     def __init__(self, session_id: str, agent_name: str = "") -> None:
         super().__init__(None)
         self.session_id = session_id
         self.agent_name = agent_name
         self.turn_count = 0
+        #: The agent framework's own id for the conversation, when it has one (it may become
+        #: known only after the session started); telemetry reports it as
+        #: ``gen_ai.conversation.id``, falling back to ``session_id``.
+        self.conversation_id: str | None = None
         #: ``None`` while the session runs; how it ended afterwards.
         self.outcome: SessionOutcome | None = None
 

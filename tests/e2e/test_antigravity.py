@@ -357,6 +357,23 @@ async def test_tool_runs_with_its_span_current(
 
 
 @pytest.mark.usefixtures("instrumented")
+async def test_conversation_id_is_the_harness_trajectory_id(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    weather: Weather,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    await chat(agent_config(model, tmp_path, [weather.tool()]), "weather in Oslo")
+
+    spans = {s.name: s.attributes or {} for s in span_exporter.get_finished_spans()}
+    session, turn = spans[f"session {AGENT}"], spans[f"invoke_agent {AGENT}"]
+    conversation = session["gen_ai.conversation.id"]
+    assert conversation != session["session.id"]
+    assert len(str(conversation)) > 0
+    assert turn["gen_ai.conversation.id"] == conversation
+
+
+@pytest.mark.usefixtures("instrumented")
 async def test_call_denied_by_a_when_policy_names_the_rule(
     model: ScriptedOpenAIServer,
     tmp_path: Path,

@@ -31,6 +31,7 @@ from typing import Any, Final
 from google.antigravity import types as ag_types  # type: ignore[import-untyped]
 from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
 
+from hookscope.context import SessionContext
 from hookscope.hooks import HookEvent
 from hookscope.integrations import _antigravity_sdk as sdk
 from hookscope.integrations._antigravity_dispatch import Dispatch
@@ -236,6 +237,10 @@ class Adapter:
             return  # a subagent's trajectory: its steps belong to the turn, its state does not
         tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
+            context = session.scope.context
+            if isinstance(context, SessionContext) and context.conversation_id is None:
+                # Stable across turns, known only now: the conversation's id (DESIGN §6).
+                context.conversation_id = update.trajectory_id or None
             tracker.current_turn(session)
         elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
             if update.HasField("error"):

@@ -240,6 +240,7 @@ class OTelHook(DispatchObserver):
                 sc.SESSION_TOOL_CALLS: scope.tool_calls,
                 sc.SESSION_DENIED_CALLS: scope.denied_calls,
                 sc.SESSION_TOOL_ERRORS: scope.tool_errors,
+                sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
             }
         )
         if error is not None:
@@ -253,7 +254,7 @@ class OTelHook(DispatchObserver):
         attributes: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: agent,
-            sc.GEN_AI_CONVERSATION_ID: session_id,
+            sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
             sc.SESSION_ID: session_id,
             sc.TURN_INDEX: context.turn_index,
             sc.OPENINFERENCE_SPAN_KIND: sc.KIND_AGENT,
@@ -280,6 +281,9 @@ class OTelHook(DispatchObserver):
         if scope.chat is not None:  # a model call the agent never reported back
             scope.chat.end()
         span.set_attribute(sc.TURN_OUTCOME, outcome)
+        conversation_id = context.session.conversation_id
+        if conversation_id is not None:  # learned while the turn ran (google-antigravity)
+            span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
         if scope.usage is not None:
             span.set_attributes(_usage_attributes(scope.usage))
             if not scope.usage_recorded:
@@ -449,6 +453,7 @@ class OTelHook(DispatchObserver):
             rule, bucket = decision.rule, decision.bucket
             if rule is not None:
                 attributes[sc.POLICY_RULE] = rule
+            if bucket is not None:
                 attributes[sc.POLICY_BUCKET] = bucket
         else:  # no policy spoke, or a plain decide hook denied
             attributes = {
