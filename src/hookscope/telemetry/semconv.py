@@ -1,8 +1,9 @@
 """Every telemetry name hookscope emits, once.
 
 Dashboards, alert rules and tests use these names (or their Prometheus forms, see
-:data:`PROMETHEUS_NAMES`); nothing else in hookscope spells an attribute or metric name as a
-literal. GenAI semantic-convention names come from ``opentelemetry-semantic-conventions``.
+:data:`PROMETHEUS_NAMES` and :data:`PROCESS_METRIC_NAMES`); nothing else in hookscope spells an
+attribute or metric name as a literal. GenAI semantic-convention names come from
+``opentelemetry-semantic-conventions``.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ GUARDRAIL_DECIDED_BY: Final = "hookscope.guardrail.decided_by"
 GUARDRAIL_REASON: Final = "hookscope.guardrail.reason"
 HOOK_NAME: Final = "hookscope.hook.name"
 HOOK_EVENT: Final = "hookscope.hook.event"
+#: The signal a telemetry export carried: ``traces`` or ``metrics``.
+TELEMETRY_SIGNAL: Final = "hookscope.telemetry.signal"
 
 # --- attribute values ---
 TOOL_SUCCEEDED: Final = "succeeded"
@@ -151,6 +154,17 @@ METRIC_INTERACTIONS: Final = "hookscope.interactions"
 METRIC_COMPACTIONS: Final = "hookscope.compactions"
 METRIC_GUARDRAIL_VERDICTS: Final = "hookscope.guardrail.verdicts"
 
+# --- process-level metrics: hookscope's own export pipeline ---
+# Exports happen per process (one batch holds spans of every agent the process runs), so these
+# are the exception to "every metric carries gen_ai.agent.name": their only attribute is
+# TELEMETRY_SIGNAL.
+#: Counter of export calls that failed, one per batch (``{batch}``): the exporter failed, the
+#: endpoint was unreachable, or the circuit breaker dropped the batch while open.
+METRIC_EXPORT_FAILURES: Final = "hookscope.telemetry.export.failures"
+#: Counter of the items those failed batches held (``{item}``): spans for ``traces``, metric
+#: data points for ``metrics``.
+METRIC_EXPORT_DROPPED: Final = "hookscope.telemetry.export.dropped"
+
 #: The name each metric has in Prometheus (scrape endpoint or Collector), as dashboards and
 #: alert rules use it. Histograms expose ``_bucket``, ``_sum`` and ``_count`` series.
 PROMETHEUS_NAMES: Final[dict[str, str]] = {
@@ -168,6 +182,13 @@ PROMETHEUS_NAMES: Final[dict[str, str]] = {
     METRIC_INTERACTIONS: "hookscope_interactions_total",
     METRIC_COMPACTIONS: "hookscope_compactions_total",
     METRIC_GUARDRAIL_VERDICTS: "hookscope_guardrail_verdicts_total",
+}
+
+#: Prometheus names of the process-level metrics. Kept apart from :data:`PROMETHEUS_NAMES`:
+#: these carry no ``gen_ai.agent.name`` and exist only once an export has failed.
+PROCESS_METRIC_NAMES: Final[dict[str, str]] = {
+    METRIC_EXPORT_FAILURES: "hookscope_telemetry_export_failures_total",
+    METRIC_EXPORT_DROPPED: "hookscope_telemetry_export_dropped_total",
 }
 
 # fmt: off

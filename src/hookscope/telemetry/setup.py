@@ -26,15 +26,14 @@ a :class:`Telemetry` that borrows the installed providers. With ``set_global=Fal
 neither read nor written: pass ``telemetry.tracer_provider`` and ``telemetry.meter_provider``
 to ``OTelHook`` yourself.
 
-Telemetry never slows or breaks the agent: spans and metrics leave through background threads.
-An exporter that fails (endpoint refusing, hanging, disk full) is logged once — its first
-failure, with the exporter's own messages; repeats are silenced until it recovers, which is
-logged too — and every failed export is counted in ``hookscope.telemetry.export.failures``
-(attribute ``hookscope.telemetry.signal``). For the components it builds, hookscope also turns
-on the SDK's self-metrics unless ``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` is set: spans
-dropped from a full queue appear as ``otel.sdk.processor.span.processed`` with
-``error.type=queue_full``, and spans an exporter failed to send as
-``otel.sdk.exporter.span.exported`` with ``error.type``.
+Telemetry never slows or breaks the agent: spans and metrics leave through background threads,
+and every exporter is guarded (see :mod:`hookscope.telemetry._export`): failures are logged
+once and counted (``hookscope.telemetry.export.failures``, ``hookscope.telemetry.export.dropped``),
+and a circuit breaker with a reachability probe keeps a collector that is down from costing
+the agent anything. For the components it builds, hookscope also turns on the SDK's self-metrics
+unless ``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` is set: spans dropped from a full queue
+appear as ``otel.sdk.processor.span.processed`` with ``error.type=queue_full``, and spans an
+exporter failed to send as ``otel.sdk.exporter.span.exported`` with ``error.type``.
 """
 
 from __future__ import annotations
@@ -44,18 +43,16 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from time import monotonic
 from types import TracebackType
-from typing import Any, Final, Literal, final
+from typing import Final, Literal, final
 from urllib.parse import urlparse
 
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import Counter, NoOpMeterProvider
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.metrics._internal import _ProxyMeterProvider
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -64,22 +61,28 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-    OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
     OTEL_SDK_DISABLED,
 )
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    MetricExporter,
-    MetricExportResult,
-    MetricsData,
-    PeriodicExportingMetricReader,
-)
+from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 
-from hookscope._version import __version__
+from hookscope.telemetry._export import (
+    ExportGuard,
+    ExportHealth,
+    GuardedMetricExporter,
+    GuardedSpanExporter,
+    Signal,
+    Target,
+    install_quiet_filter,
+    otlp_metric_exporter,
+    otlp_span_exporter,
+    run_bounded,
+    sdk_self_metrics,
+)
 from hookscope.telemetry.files import (
     METRICS_FILE,
     TRACES_FILE,
@@ -88,8 +91,6 @@ from hookscope.telemetry.files import (
 )
 
 __all__ = [
-    "METRIC_EXPORT_FAILURES",
-    "TELEMETRY_SIGNAL",
     "OtlpProtocol",
     "Telemetry",
     "TelemetryConfigError",
@@ -99,12 +100,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 OtlpProtocol = Literal["http/protobuf", "grpc"]
-Signal = Literal["traces", "metrics"]
-
-#: Counter of failed export calls (one per batch), by ``hookscope.telemetry.signal``.
-METRIC_EXPORT_FAILURES: Final = "hookscope.telemetry.export.failures"
-#: The signal an export carried: ``traces`` or ``metrics``.
-TELEMETRY_SIGNAL: Final = "hookscope.telemetry.signal"
 
 _PROTOCOLS: Final[tuple[OtlpProtocol, ...]] = ("http/protobuf", "grpc")
 _HTTP_PATHS: Final[dict[Signal, str]] = {"traces": "/v1/traces", "metrics": "/v1/metrics"}
@@ -116,13 +111,6 @@ _PROTOCOL_ENV: Final[dict[Signal, str]] = {
     "traces": OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
     "metrics": OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
 }
-# The loggers the OTLP exporters report through; see _QuietRepeats.
-_EXPORTER_LOGGERS: Final = (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-    "opentelemetry.exporter.otlp.common.http",
-    "opentelemetry.exporter.otlp.proto.grpc.exporter",
-)
 
 
 class TelemetryConfigError(ValueError):
@@ -139,15 +127,6 @@ class _Route:
     signal: Signal
     protocol: OtlpProtocol
     url: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """Where one signal is exported, as log messages name it, and what to check if it fails."""
-
-    signal: Signal
-    text: str
-    hint: str
 
 
 def _protocol(signal: Signal, given: str | None) -> OtlpProtocol:
@@ -215,274 +194,14 @@ def _sdk_disabled() -> bool:
     return raw == "true"
 
 
-_ENV_LOCK: Final = threading.Lock()
-
-
-@contextmanager
-def _sdk_self_metrics() -> Iterator[None]:
-    """Build SDK components with their self-metrics on, unless the user chose otherwise.
-
-    The SDK reads ``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` only when a processor or
-    exporter is constructed; there is no argument for it. The override lasts for those
-    constructions only.
-    """
-    with _ENV_LOCK:
-        if OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED in os.environ:
-            yield
-            return
-        os.environ[OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED] = "true"
-        try:
-            yield
-        finally:
-            os.environ.pop(OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED, None)
-
-
-# --- exporter failures: logged once, counted ----------------------------------------------
-
-_QUIET: Final = threading.local()
-
-
-class _QuietRepeats(logging.Filter):
-    """Drops OTLP exporter log records while a guarded export already reported its failure.
-
-    The exporters log every failed batch and every retry; after hookscope has logged a
-    destination's first failure those repeats say nothing new. The flag is per thread and set
-    only around a guarded export call, so other exporters in the process log as usual.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not getattr(_QUIET, "active", False)
-
-
-_QUIET_FILTER: Final = _QuietRepeats()
-
-
-def _install_quiet_filter() -> None:
-    for name in _EXPORTER_LOGGERS:
-        exporter_logger = logging.getLogger(name)
-        if _QUIET_FILTER not in exporter_logger.filters:
-            exporter_logger.addFilter(_QUIET_FILTER)
-
-
-@final
-class _ExportHealth:
-    """Per-signal failure state shared by the guarded exporters of one configuration."""
-
-    __slots__ = ("_counter", "_failures", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._failures: dict[str, int] = {}
-        self._counter: Counter | None = None
-
-    def bind(self, meter_provider: metrics.MeterProvider) -> None:
-        meter = meter_provider.get_meter("hookscope", __version__)
-        self._counter = meter.create_counter(
-            METRIC_EXPORT_FAILURES,
-            unit="{batch}",
-            description="Telemetry export calls that failed (the batch was dropped)",
-        )
-
-    def reported(self, signal: Signal) -> bool:
-        return self._failures.get(signal, 0) > 0
-
-    def record(self, target: _Target, ok: bool, error: Exception | None) -> None:
-        signal = target.signal
-        with self._lock:
-            failures = self._failures.get(signal, 0)
-            self._failures[signal] = 0 if ok else failures + 1
-        if ok:
-            if failures:
-                logger.info(
-                    "hookscope: exporting %s to %s works again after %d failed export(s)",
-                    signal,
-                    target.text,
-                    failures,
-                )
-            return
-        if self._counter is not None:
-            self._counter.add(1, {TELEMETRY_SIGNAL: signal})
-        if failures == 0:
-            logger.warning(
-                "hookscope: exporting %s to %s failed%s; the agent is unaffected but %s are "
-                "dropped until it recovers. %s. Further failures are counted in %s, not logged.",
-                signal,
-                target.text,
-                f" ({type(error).__name__}: {error})" if error is not None else "",
-                signal,
-                target.hint,
-                METRIC_EXPORT_FAILURES,
-            )
-
-
-def _guarded(health: _ExportHealth, target: _Target, export: Callable[[], bool]) -> bool:
-    _QUIET.active = health.reported(target.signal)
-    error: Exception | None = None
-    try:
-        ok = export()
-    except Exception as caught:  # an exporter bug must not kill the SDK's worker thread
-        ok, error = False, caught
-    finally:
-        _QUIET.active = False
-    health.record(target, ok, error)
-    return ok
-
-
-@final
-class _GuardedSpanExporter(SpanExporter):
-    """Wraps a span exporter: failures are logged once and counted, never raised."""
-
-    def __init__(self, inner: SpanExporter, health: _ExportHealth, target: _Target) -> None:
-        self._inner = inner
-        self._health = health
-        self._target = target
-        self._abandoned = False
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._abandoned:
-            return SpanExportResult.FAILURE
-        ok = _guarded(
-            self._health,
-            self._target,
-            lambda: self._inner.export(spans) is SpanExportResult.SUCCESS,
-        )
-        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
-
-    def abandon(self) -> None:
-        """Drop every later batch at once: shutdown ran out of time."""
-        self._abandoned = True
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self._inner.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        self._inner.shutdown()
-
-
-@final
-class _GuardedMetricExporter(MetricExporter):
-    """Wraps a metric exporter: failures are logged once and counted, never raised."""
-
-    def __init__(self, inner: MetricExporter, health: _ExportHealth, target: _Target) -> None:
-        # The reader takes temporality and aggregation preferences from the exporter it is
-        # given; keep the inner exporter's (OTLP ones read them from the environment).
-        super().__init__(
-            preferred_temporality=inner._preferred_temporality,
-            preferred_aggregation=inner._preferred_aggregation,
-        )
-        self._inner = inner
-        self._health = health
-        self._target = target
-        self._abandoned = False
-
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        if self._abandoned:
-            return MetricExportResult.FAILURE
-        ok = _guarded(
-            self._health,
-            self._target,
-            lambda: (
-                self._inner.export(metrics_data, timeout_millis=timeout_millis)
-                is MetricExportResult.SUCCESS
-            ),
-        )
-        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
-
-    def abandon(self) -> None:
-        """Drop every later collection at once: shutdown ran out of time."""
-        self._abandoned = True
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return self._inner.force_flush(timeout_millis)
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        self._inner.shutdown(timeout_millis=timeout_millis)
-
-
-def _otlp_span_exporter(
-    route: _Route, headers: Mapping[str, str] | None, meter_provider: metrics.MeterProvider
-) -> SpanExporter:
-    if route.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
-        )
-
-        return GrpcSpanExporter(
-            endpoint=route.url,
-            headers=dict(headers) if headers else None,
-            meter_provider=meter_provider,
-        )
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(endpoint=route.url, headers=headers, meter_provider=meter_provider)
-
-
-def _otlp_metric_exporter(route: _Route, headers: Mapping[str, str] | None) -> MetricExporter:
-    if route.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-            OTLPMetricExporter as GrpcMetricExporter,
-        )
-
-        return GrpcMetricExporter(endpoint=route.url, headers=dict(headers) if headers else None)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-    return OTLPMetricExporter(endpoint=route.url, headers=headers)
-
-
-def _target(route: _Route, directory: Path) -> _Target:
+def _target(route: _Route, directory: Path) -> Target:
     if route.url is None:
         name = TRACES_FILE if route.signal == "traces" else METRICS_FILE
-        return _Target(
-            route.signal, str(directory / name), "Check the disk: free space and permissions"
-        )
-    return _Target(
-        route.signal,
-        f"{route.url} (OTLP {route.protocol})",
-        "Check that the endpoint is up and reachable (OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+        return Target.file(route.signal, str(directory / name))
+    return Target.otlp(route.signal, route.url, route.protocol)
 
 
 # --- the result ---------------------------------------------------------------------------
-
-
-def _run_bounded(steps: Sequence[Callable[[], object]], timeout_s: float, what: str) -> bool:
-    """Run ``steps`` in order within ``timeout_s``; True when all finished in time and succeeded.
-
-    Each step runs in a daemon thread: a hanging exporter holds the SDK's flush and shutdown
-    for its whole request timeout (``force_flush`` even ignores its timeout), and the caller's
-    deadline must hold regardless. Step ``i`` starts when step ``i - 1`` finished, or at the
-    latest when its share of the time is up, so a stuck trace exporter does not starve the
-    metrics and, normally, the metrics flushed last include the final span export's.
-    """
-    results: list[bool] = []
-
-    def run(step: Callable[[], object]) -> None:
-        try:
-            results.append(step() is not False)
-        except Exception:
-            logger.exception("hookscope: telemetry %s failed", what)
-            results.append(False)
-
-    started = monotonic()
-    threads: list[threading.Thread] = []
-    for index, step in enumerate(steps):
-        if threads:
-            share_ends = started + timeout_s * index / len(steps)
-            threads[-1].join(max(0.0, share_ends - monotonic()))
-        thread = threading.Thread(
-            target=run, args=(step,), name=f"hookscope-telemetry-{what}", daemon=True
-        )
-        try:
-            thread.start()
-        except RuntimeError:  # Python >= 3.12 at exit: no new threads; the SDK's timeouts apply
-            run(step)
-            continue
-        threads.append(thread)
-    for thread in threads:
-        thread.join(max(0.0, started + timeout_s - monotonic()))
-    return not any(thread.is_alive() for thread in threads) and all(results)
 
 
 @final
@@ -523,7 +242,7 @@ class Telemetry:
         *,
         owned_tracer: TracerProvider | None = None,
         owned_meter: MeterProvider | None = None,
-        guards: Sequence[_GuardedSpanExporter | _GuardedMetricExporter] = (),
+        guards: Sequence[ExportGuard] = (),
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -545,15 +264,19 @@ class Telemetry:
     def force_flush(self, timeout_s: float = 5.0) -> bool:
         """Export what is buffered now; True when the flush finished within ``timeout_s``.
 
-        Never blocks longer than ``timeout_s``, even with an exporter that hangs.
+        Never blocks longer than ``timeout_s``, even with an exporter that hangs. A
+        destination that failed lately is tried again (after a reachability probe) rather than
+        skipped until its backoff window ends.
         """
+        for guard in self._guards:
+            guard.retry_now()
         milliseconds = int(timeout_s * 1000)
         steps: list[Callable[[], object]] = []
         for provider in (self.tracer_provider, self.meter_provider):
             flush = getattr(provider, "force_flush", None)
             if flush is not None:
                 steps.append(partial(flush, milliseconds))
-        return _run_bounded(steps, timeout_s, "flush")
+        return run_bounded(steps, timeout_s, "flush")
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Flush and stop the providers hookscope built; later calls do nothing.
@@ -570,6 +293,8 @@ class Telemetry:
                 return True
             self._closed = True
         atexit.unregister(self._at_exit)
+        for guard in self._guards:  # the last batches get a try, as with force_flush
+            guard.retry_now()
         milliseconds = int(timeout_s * 1000)
         steps: list[Callable[[], object]] = []
         tracer, meter = self._owned_tracer, self._owned_meter
@@ -577,7 +302,7 @@ class Telemetry:
             steps.append(tracer.shutdown)
         if meter is not None:  # after the tracer: its last export's self-metrics go out too
             steps.append(partial(meter.shutdown, timeout_millis=milliseconds))
-        finished = _run_bounded(steps, timeout_s, "shutdown")
+        finished = run_bounded(steps, timeout_s, "shutdown")
         if not finished:
             for guard in self._guards:
                 guard.abandon()  # let the SDK's threads finish without waiting on the exporter
@@ -690,17 +415,12 @@ def configure(
 
     installed_tracer = _installed_tracer_provider() if set_global else None
     installed_meter = _installed_meter_provider() if set_global else None
-    if installed_tracer is not None or installed_meter is not None:
+    found = {"TracerProvider": installed_tracer, "MeterProvider": installed_meter}
+    borrowed = [name for name, provider in found.items() if provider is not None]
+    if borrowed:
         logger.info(
             "hookscope: using the %s the application installed; configure() does not replace it",
-            " and ".join(
-                name
-                for name, found in (
-                    ("TracerProvider", installed_tracer),
-                    ("MeterProvider", installed_meter),
-                )
-                if found is not None
-            ),
+            " and ".join(borrowed),
         )
     if installed_tracer is not None and installed_meter is not None:
         return Telemetry(
@@ -720,24 +440,25 @@ def configure(
             metric_sink.shutdown()
         raise _file_error(folder, error) from error
     if trace_route.url is not None or metric_route.url is not None:
-        _install_quiet_filter()
+        install_quiet_filter()
 
     resource = Resource.create({SERVICE_NAME: service_name} if service_name else None)
-    health = _ExportHealth()
-    guards: list[_GuardedSpanExporter | _GuardedMetricExporter] = []
+    health = ExportHealth()
+    guards: list[ExportGuard] = []
 
     meter_provider: metrics.MeterProvider
     owned_meter: MeterProvider | None = None
     if installed_meter is None:
-        inner = metric_sink or _otlp_metric_exporter(metric_route, headers)
-        metric_target = _target(metric_route, folder)
-        metric_guard = _GuardedMetricExporter(inner, health, metric_target)
-        guards.append(metric_guard)
-        reader = PeriodicExportingMetricReader(metric_guard, export_interval_millis=interval_ms)
+        inner = metric_sink or otlp_metric_exporter(
+            metric_route.protocol, metric_route.url, headers
+        )
+        metric_exporter = GuardedMetricExporter(inner, health, _target(metric_route, folder))
+        guards.append(metric_exporter.guard)
+        reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=interval_ms)
         meter_provider = owned_meter = MeterProvider(
             metric_readers=[reader], resource=resource, shutdown_on_exit=False
         )
-        metrics_destination = metric_target.text
+        metrics_destination = metric_exporter.guard.target.text
     else:
         meter_provider, metrics_destination = installed_meter, "existing provider"
     health.bind(meter_provider)
@@ -745,17 +466,18 @@ def configure(
     tracer_provider: trace.TracerProvider
     owned_tracer: TracerProvider | None = None
     if installed_tracer is None:
-        with _sdk_self_metrics():
-            span_inner = span_sink or _otlp_span_exporter(trace_route, headers, meter_provider)
-            span_target = _target(trace_route, folder)
-            span_guard = _GuardedSpanExporter(span_inner, health, span_target)
-            processor = BatchSpanProcessor(span_guard, meter_provider=meter_provider)
-        guards.append(span_guard)
+        with sdk_self_metrics():
+            span_inner = span_sink or otlp_span_exporter(
+                trace_route.protocol, trace_route.url, headers, meter_provider
+            )
+            span_exporter = GuardedSpanExporter(span_inner, health, _target(trace_route, folder))
+            processor = BatchSpanProcessor(span_exporter, meter_provider=meter_provider)
+        guards.append(span_exporter.guard)
         tracer_provider = owned_tracer = TracerProvider(
             resource=resource, shutdown_on_exit=False, meter_provider=meter_provider
         )
         owned_tracer.add_span_processor(processor)
-        traces_destination = span_target.text
+        traces_destination = span_exporter.guard.target.text
     else:
         tracer_provider, traces_destination = installed_tracer, "existing provider"
 
