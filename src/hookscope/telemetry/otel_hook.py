@@ -21,16 +21,22 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Final, Literal, final
 
-from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._scopes import (
+    OperationScope,
+    SessionScope,
+    TurnScope,
+    fail,
+    usage_attributes,
+)
 from hookscope.telemetry.content import ContentCapture, capture_from_env, render
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
@@ -42,85 +48,6 @@ LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _MAX_REASON: Final = 256
-
-
-def _fail(span: Span, error: BaseException) -> str:
-    """Mark ``span`` as ended by ``error`` (never its message: it may carry secrets)."""
-    error_type = type(error).__name__
-    span.set_attribute(sc.ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR, error_type))
-    return error_type
-
-
-def _usage_attributes(usage: Usage) -> dict[str, int]:
-    return {
-        sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
-        sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
-    }
-
-
-class _Scope:
-    __slots__ = ("agent", "span", "token")
-
-    def __init__(self, span: Span, agent: str) -> None:
-        self.span = span
-        self.agent = agent
-        self.token = otel_context.attach(trace.set_span_in_context(span))
-
-    def close(self) -> None:
-        try:
-            otel_context.detach(self.token)
-        finally:
-            self.span.end()
-
-
-@final
-class _SessionScope(_Scope):
-    __slots__ = ("denied_calls", "tool_calls", "tool_errors", "turns")
-
-    def __init__(self, span: Span, agent: str) -> None:
-        super().__init__(span, agent)
-        self.turns = self.tool_calls = self.denied_calls = self.tool_errors = 0
-
-
-@final
-class _TurnScope(_Scope):
-    __slots__ = ("blocked_by", "chat", "model", "session", "started", "usage", "usage_recorded")
-
-    def __init__(self, span: Span, agent: str, session: _SessionScope | None) -> None:
-        super().__init__(span, agent)
-        self.session = session
-        self.started = perf_counter()
-        self.blocked_by: str | None = None
-        self.chat: Span | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.usage_recorded = False
-
-
-@final
-class _OperationScope(_Scope):
-    __slots__ = (
-        "error_type",
-        "executed_s",
-        "outcome",
-        "policy_hook",
-        "run_started",
-        "session",
-        "tool",
-        "turn",
-    )
-
-    def __init__(self, span: Span, agent: str, turn: _TurnScope | None, tool: str) -> None:
-        super().__init__(span, agent)
-        self.turn = turn
-        self.session = turn.session if turn is not None else None
-        self.tool = tool
-        self.outcome: str | None = None
-        self.policy_hook: str | None = None
-        self.error_type: str | None = None
-        self.run_started = 0.0
-        self.executed_s: float | None = None
 
 
 @final
@@ -198,9 +125,9 @@ class OTelHook(DispatchObserver):
         if scope is None:
             return
         try:
-            if type(scope) is _OperationScope:
+            if type(scope) is OperationScope:
                 self._end_operation(context, scope, error)  # type: ignore[arg-type]
-            elif type(scope) is _TurnScope:
+            elif type(scope) is TurnScope:
                 self._end_turn(context, scope, error)  # type: ignore[arg-type]
             else:
                 self._end_session(context, scope, error)  # type: ignore[arg-type]
@@ -224,13 +151,13 @@ class OTelHook(DispatchObserver):
             # A session run inside a traced request starts its own trace, linked to it.
             links=[Link(ambient)] if ambient.is_valid else None,
         )
-        self._scopes[id(context)] = _SessionScope(span, agent)
+        self._scopes[id(context)] = SessionScope(span, agent)
         key = (agent,)
         self.instruments.sessions.add(key)
         self.instruments.sessions_active.add(key)
 
     def _end_session(
-        self, context: SessionContext, scope: _SessionScope, error: BaseException | None
+        self, context: SessionContext, scope: SessionScope, error: BaseException | None
     ) -> None:
         span = scope.span
         span.set_attributes(
@@ -244,11 +171,11 @@ class OTelHook(DispatchObserver):
             }
         )
         if error is not None:
-            _fail(span, error)
+            fail(span, error)
         self.instruments.sessions_active.add((scope.agent,), -1)
 
     def _start_turn(self, context: TurnContext) -> None:
-        session: _SessionScope | None = self._scopes.get(id(context.session))
+        session: SessionScope | None = self._scopes.get(id(context.session))
         agent = session.agent if session is not None else context.agent_name or self.agent_name
         session_id = context.session_id
         attributes: dict[str, Any] = {
@@ -271,10 +198,10 @@ class OTelHook(DispatchObserver):
         span = self._tracer.start_span(
             sc.SPAN_TURN.format(agent), context=parent, attributes=attributes, links=links
         )
-        self._scopes[id(context)] = _TurnScope(span, agent, session)
+        self._scopes[id(context)] = TurnScope(span, agent, session)
 
     def _end_turn(
-        self, context: TurnContext, scope: _TurnScope, error: BaseException | None
+        self, context: TurnContext, scope: TurnScope, error: BaseException | None
     ) -> None:
         span, agent = scope.span, scope.agent
         outcome = context.outcome or ("failed" if error is not None else "completed")
@@ -285,11 +212,11 @@ class OTelHook(DispatchObserver):
         if conversation_id is not None:  # learned while the turn ran (google-antigravity)
             span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
         if scope.usage is not None:
-            span.set_attributes(_usage_attributes(scope.usage))
+            span.set_attributes(usage_attributes(scope.usage))
             if not scope.usage_recorded:
                 self._record_tokens(agent, scope.model, scope.usage)
         if error is not None:
-            _fail(span, error)
+            fail(span, error)
         elif outcome == "blocked":
             span.set_status(Status(StatusCode.ERROR, f"turn blocked by {scope.blocked_by}"))
         instruments = self.instruments
@@ -299,7 +226,7 @@ class OTelHook(DispatchObserver):
             scope.session.turns += 1
 
     def _start_operation(self, context: OperationContext) -> None:
-        turn: _TurnScope | None = self._scopes.get(id(context.turn))
+        turn: TurnScope | None = self._scopes.get(id(context.turn))
         agent = turn.agent if turn is not None else context.agent_name or self.agent_name
         parent = trace.set_span_in_context(turn.span) if turn is not None else None
         session_id = context.session_id
@@ -325,20 +252,20 @@ class OTelHook(DispatchObserver):
             }
             name, tool = sc.SPAN_INTERACTION.format(agent), ""
         span = self._tracer.start_span(name, context=parent, attributes=attributes)
-        self._scopes[id(context)] = _OperationScope(span, agent, turn, tool)
+        self._scopes[id(context)] = OperationScope(span, agent, turn, tool)
 
     def _end_operation(
-        self, context: OperationContext, scope: _OperationScope, error: BaseException | None
+        self, context: OperationContext, scope: OperationScope, error: BaseException | None
     ) -> None:
         span, agent = scope.span, scope.agent
         if context.kind == "interaction":
             if error is not None:
-                _fail(span, error)
+                fail(span, error)
             return
         outcome = scope.outcome or (sc.TOOL_FAILED if error is not None else sc.TOOL_SUCCEEDED)
         span.set_attribute(sc.TOOL_OUTCOME, outcome)
         raised = scope.error_type  # set when the tool raised (recovered or not)
-        error_type = _fail(span, error) if error is not None else raised
+        error_type = fail(span, error) if error is not None else raised
         instruments = self.instruments
         tool = instruments.tool_name(scope.tool)
         instruments.tool_calls.add((tool, agent, outcome))
@@ -361,7 +288,7 @@ class OTelHook(DispatchObserver):
 
     def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
         if event == "post_tool_call" or event == "on_tool_error":
-            scope: _OperationScope | None = self._scopes.get(id(context))
+            scope: OperationScope | None = self._scopes.get(id(context))
             if scope is not None and scope.run_started:
                 scope.executed_s = perf_counter() - scope.run_started
         elif event == "pre_llm_request":
@@ -411,13 +338,13 @@ class OTelHook(DispatchObserver):
         if scope is not None:
             self._finished[event](scope, data, result, decided_by)
 
-    def _session_started(self, scope: _SessionScope, data: Any, result: Any, by: Any) -> None:
+    def _session_started(self, scope: SessionScope, data: Any, result: Any, by: Any) -> None:
         scope.span.add_event(sc.EVENT_NAMES["on_session_start"])
 
-    def _session_ending(self, scope: _SessionScope, data: Any, result: Any, by: Any) -> None:
+    def _session_ending(self, scope: SessionScope, data: Any, result: Any, by: Any) -> None:
         scope.span.add_event(sc.EVENT_NAMES["on_session_end"])
 
-    def _pre_turn(self, scope: _TurnScope, prompt: Any, result: HookResult, by: str | None) -> None:
+    def _pre_turn(self, scope: TurnScope, prompt: Any, result: HookResult, by: str | None) -> None:
         attributes: dict[str, Any] = {sc.TURN_ALLOWED: result.allow}
         if not result.allow:
             scope.blocked_by = by
@@ -428,7 +355,7 @@ class OTelHook(DispatchObserver):
             attributes[sc.GEN_AI_INPUT_MESSAGES] = render(prompt)
         scope.span.add_event(sc.EVENT_NAMES["pre_turn"], attributes)
 
-    def _post_turn(self, scope: _TurnScope, response: ChatResponse, result: Any, by: Any) -> None:
+    def _post_turn(self, scope: TurnScope, response: ChatResponse, result: Any, by: Any) -> None:
         if response.usage is not None:
             scope.usage, scope.model = response.usage, response.model
         attributes: dict[str, Any] = {}
@@ -441,7 +368,7 @@ class OTelHook(DispatchObserver):
         scope.span.add_event(sc.EVENT_NAMES["post_turn"], attributes)
 
     def _pre_tool_call(
-        self, scope: _OperationScope, call: ToolCall, result: HookResult, by: str | None
+        self, scope: OperationScope, call: ToolCall, result: HookResult, by: str | None
     ) -> None:
         decision = result.decision
         if decision is not None:
@@ -491,7 +418,7 @@ class OTelHook(DispatchObserver):
         else:
             scope.outcome = sc.TOOL_DENIED
 
-    def _post_tool_call(self, scope: _OperationScope, data: Any, result: Any, by: Any) -> None:
+    def _post_tool_call(self, scope: OperationScope, data: Any, result: Any, by: Any) -> None:
         scope.outcome = sc.TOOL_SUCCEEDED
         attributes: dict[str, Any] = {}
         if self.capture.on_spans or self.capture.on_events:
@@ -503,7 +430,7 @@ class OTelHook(DispatchObserver):
         scope.span.add_event(sc.EVENT_NAMES["post_tool_call"], attributes)
 
     def _on_tool_error(
-        self, scope: _OperationScope, error: BaseException, recovery: Any, by: str | None
+        self, scope: OperationScope, error: BaseException, recovery: Any, by: str | None
     ) -> None:
         error_type = type(error).__name__
         recovered = recovery is not None
@@ -524,9 +451,7 @@ class OTelHook(DispatchObserver):
             )
         )
 
-    def _on_interaction(
-        self, scope: _OperationScope, questions: Any, answers: Any, by: Any
-    ) -> None:
+    def _on_interaction(self, scope: OperationScope, questions: Any, answers: Any, by: Any) -> None:
         answered = answers is not None
         outcome = sc.INTERACTION_ANSWERED if answered else sc.INTERACTION_UNANSWERED
         attributes: dict[str, Any] = {sc.INTERACTION_OUTCOME: outcome}
@@ -538,7 +463,7 @@ class OTelHook(DispatchObserver):
         scope.span.add_event(sc.EVENT_NAMES["on_interaction"], attributes)
         self.instruments.interactions.add((scope.agent, outcome))
 
-    def _on_compaction(self, scope: _TurnScope, summary: str, result: Any, by: Any) -> None:
+    def _on_compaction(self, scope: TurnScope, summary: str, result: Any, by: Any) -> None:
         scope.span.add_event(
             sc.EVENT_NAMES["on_compaction"], {sc.COMPACTION_SUMMARY_LENGTH: len(summary)}
         )
@@ -547,7 +472,7 @@ class OTelHook(DispatchObserver):
     # --- model calls ---
 
     def _start_chat(self, context: HookContext, request: LlmRequest) -> None:
-        scope: _TurnScope | None = self._scopes.get(id(context))
+        scope: TurnScope | None = self._scopes.get(id(context))
         if scope is None:
             return
         if scope.chat is not None:
@@ -566,7 +491,7 @@ class OTelHook(DispatchObserver):
         )
 
     def _guardrail(
-        self, scope: _TurnScope, stage: str, verdict: str, by: str | None, reason: str
+        self, scope: TurnScope, stage: str, verdict: str, by: str | None, reason: str
     ) -> dict[str, Any]:
         attributes: dict[str, Any] = {sc.GUARDRAIL_STAGE: stage, sc.GUARDRAIL_VERDICT: verdict}
         if by is not None:
@@ -577,7 +502,7 @@ class OTelHook(DispatchObserver):
         return attributes
 
     def _pre_llm_request(
-        self, scope: _TurnScope, request: LlmRequest, decision: Any, by: Any
+        self, scope: TurnScope, request: LlmRequest, decision: Any, by: Any
     ) -> None:
         attributes = self._guardrail(scope, sc.STAGE_REQUEST, decision.action, by, decision.reason)
         chat = scope.chat
@@ -590,7 +515,7 @@ class OTelHook(DispatchObserver):
             scope.chat = None
 
     def _on_llm_response(
-        self, scope: _TurnScope, response: LlmResponse, decision: Any, by: Any
+        self, scope: TurnScope, response: LlmResponse, decision: Any, by: Any
     ) -> None:
         attributes = self._guardrail(
             scope, sc.STAGE_RESPONSE, decision.action, by, decision.feedback
@@ -603,7 +528,7 @@ class OTelHook(DispatchObserver):
             return
         chat.set_attribute(sc.GUARDRAIL_RESPONSE, decision.action)
         if response.usage is not None:
-            chat.set_attributes(_usage_attributes(response.usage))
+            chat.set_attributes(usage_attributes(response.usage))
         chat.add_event(sc.EVENT_NAMES["on_llm_response"], attributes)
         chat.end()
         scope.chat = None
