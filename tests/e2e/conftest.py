@@ -200,7 +200,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
     except PhoenixInstallError as error:
         if in_ci():
             pytest.fail(f"Arize Phoenix could not be installed (required in CI): {error}")
-        pytest.skip(f"Arize Phoenix could not be installed, so this test cannot run: {error}")
+        pytest.skip(f"outside CI, and Arize Phoenix could not be installed here: {error}")
     install_s = time.monotonic() - started
     working_dir = tmp_path_factory.mktemp("phoenix")
     port, grpc_port = free_port(), free_port()
