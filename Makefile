@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench lint format clean debian-deps
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "hookscope needs Python >= 3.10"'
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/hookscope demo
 
-test: $(STAMP)
+# Prometheus and Alertmanager from Debian, for the end-to-end tests (they fail in CI without
+# them; elsewhere they skip, saying why, when the packages cannot be installed).
+debian-deps:
+	scripts/install-debian-deps.sh || [ -z "$$CI" ]
+
+test: $(STAMP) debian-deps
 	$(PY) -m pytest
 
 bench: $(STAMP)
