@@ -2,7 +2,7 @@
 
 Every lifecycle event goes through :meth:`HookRunner._dispatch`. What differs between events
 — when to stop, what a hook's return value means, what a failing hook means — is data: an
-:class:`_Rule` attached to the event, never code at the call site.
+:class:`Rule` attached to the event, never code at the call site.
 
 Observers (``runner.observe(observer)``) are told of every dispatch, every hook's result and
 duration, and of every scope opening and closing; they cannot change anything. Telemetry is
@@ -16,11 +16,11 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from time import perf_counter
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, final
 
+from hookscope._events import RULES, Fold, HookFailure, HookTimeoutError, Rule
+from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
 from hookscope.context import (
     HookContext,
     OperationContext,
@@ -43,12 +43,13 @@ from hookscope.types import (
 )
 
 if TYPE_CHECKING:
-    from hookscope.policy import PolicyDecision
+    pass
 
 __all__ = [
     "DispatchObserver",
     "HookFailure",
     "HookRunner",
+    "HookTimeoutError",
     "ScopeError",
     "SessionScope",
     "ToolOutcome",
@@ -56,20 +57,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("hookscope")
-
-HookKind = Literal["inspect", "decide", "transform"]
-
-
-class ScopeError(RuntimeError):
-    """A scope was used in a way its state does not allow (e.g. a tool call in a blocked turn)."""
-
-
-@final
-class HookFailure(Exception):
-    """Why a hook counts as failed when it did not raise: a timeout or a wrong return type.
-
-    Observers receive it as ``error`` in ``hook_finished``; it never reaches the agent.
-    """
 
 
 class DispatchObserver:
@@ -111,173 +98,6 @@ class DispatchObserver:
         decided_by: str | None,
     ) -> None:
         """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
-
-
-# --- rules: what each event's hooks' return values mean ---------------------------------
-
-
-@final
-class _Fold:
-    """Per-dispatch state a rule folds hook results into."""
-
-    __slots__ = ("data", "extra", "original", "result")
-
-    def __init__(self, data: Any, result: Any) -> None:
-        self.original = data
-        self.data = data
-        self.result = result
-        self.extra: Any = None
-
-
-class _Rule:
-    """How one event's dispatch treats hook return values and failures.
-
-    ``step`` sees every non-``None`` hook return value (``None`` always means "go on"); it
-    returns ``True`` to stop the dispatch (the hook decided) and raises :class:`HookFailure`
-    for a value the event does not accept.
-    """
-
-    kind: HookKind = "inspect"
-    default: Any = None
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        return False
-
-    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
-        return None
-
-    def finish(self, fold: _Fold) -> Any:
-        return fold.result
-
-
-def _failure_message(hook_name: str, event: HookEvent, error: BaseException) -> str:
-    return f"hook {hook_name!r} failed in {event} ({type(error).__name__}: {error}); failing closed"
-
-
-_ALLOW: Final = HookResult()
-
-
-class _PreTurnRule(_Rule):
-    kind = "decide"
-    default = _ALLOW
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        if type(value) is not HookResult:
-            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
-        if not value.allow:
-            fold.result = value
-            return True
-        return False
-
-    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
-        return HookResult.deny(_failure_message(hook_name, event, error))
-
-
-class _PreToolCallRule(_PreTurnRule):
-    """pre_turn's rule plus argument merging and the policy decision behind an allow."""
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        if type(value) is not HookResult:
-            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
-        if not value.allow:
-            fold.result = value
-            return True
-        if value.modified_args:
-            call: ToolCall = fold.data
-            fold.data = call.with_args({**call.args, **value.modified_args})
-        if value.decision is not None:
-            fold.extra = value  # the allow that carries the policy decision
-        return False
-
-    def finish(self, fold: _Fold) -> Any:
-        if fold.result is not _ALLOW:  # a hook denied
-            return fold.result
-        decided: HookResult | None = fold.extra
-        if fold.data is fold.original:
-            # Unmodified: pass the policy's own (prebuilt) allow through, or the plain allow.
-            return _ALLOW if decided is None else decided
-        return HookResult(
-            allow=True,
-            message=decided.message if decided is not None else "",
-            modified_args=dict(fold.data.args),
-            decision=decided.decision if decided is not None else None,
-        )
-
-
-class _PreLlmRequestRule(_Rule):
-    kind = "decide"
-    default = RequestDecision.proceed()
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        if type(value) is not RequestDecision:
-            raise HookFailure(f"returned {type(value).__name__}, expected RequestDecision or None")
-        if value.action == "block":
-            fold.result = value
-            return True
-        if value.action == "modify":
-            if value.request is None:
-                raise HookFailure("returned RequestDecision.modify without a request")
-            fold.data = value.request
-            fold.result = value
-        return False
-
-    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
-        return RequestDecision.block(_failure_message(hook_name, event, error))
-
-    def finish(self, fold: _Fold) -> Any:
-        if fold.result.action == "modify":  # chained: the last request is what is sent
-            return RequestDecision.modify(fold.data)
-        return fold.result
-
-
-class _OnLlmResponseRule(_Rule):
-    kind = "decide"
-    default = ResponseDecision.accept()
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        if type(value) is not ResponseDecision:
-            raise HookFailure(f"returned {type(value).__name__}, expected ResponseDecision or None")
-        if value.action != "accept":
-            fold.result = value
-            return True
-        return False
-
-    def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
-        return ResponseDecision.block(_failure_message(hook_name, event, error))
-
-
-class _OnToolErrorRule(_Rule):
-    kind = "transform"
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        if type(value) is not Recovery:
-            raise HookFailure(f"returned {type(value).__name__}, expected Recovery or None")
-        fold.result = value
-        return True
-
-
-class _OnInteractionRule(_Rule):
-    kind = "transform"
-
-    def step(self, fold: _Fold, value: Any) -> bool:
-        fold.result = value
-        return True
-
-
-_INSPECT: Final = _Rule()
-_RULES: Final[dict[HookEvent, _Rule]] = {
-    "on_session_start": _INSPECT,
-    "on_session_end": _INSPECT,
-    "pre_turn": _PreTurnRule(),
-    "post_turn": _INSPECT,
-    "pre_llm_request": _PreLlmRequestRule(),
-    "on_llm_response": _OnLlmResponseRule(),
-    "pre_tool_call": _PreToolCallRule(),
-    "post_tool_call": _INSPECT,
-    "on_tool_error": _OnToolErrorRule(),
-    "on_interaction": _OnInteractionRule(),
-    "on_compaction": _INSPECT,
-}
 
 
 # --- registration -----------------------------------------------------------------------
@@ -396,16 +216,6 @@ class _Observers:
 _OBSERVER_METHODS: Final = ("dispatch_started", "hook_finished", "dispatch_finished")
 
 
-def _is_awaitable(value: object) -> bool:
-    # inspect.isawaitable falls through to a slow ABC check for plain values; most hook and
-    # tool results are plain values, so test the type's protocol first.
-    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
-
-
-def _is_cancellation(error: BaseException) -> bool:
-    return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
-
-
 # --- the runner -------------------------------------------------------------------------
 
 
@@ -496,7 +306,7 @@ class HookRunner:
         self, event: HookEvent, context: HookContext, data: Any
     ) -> tuple[Any, Any, str | None]:
         """Run ``event``'s hooks; return (result, data as the last hook saw it, decided_by)."""
-        rule = _RULES[event]
+        rule = RULES[event]
         registrations = self._hooks[event]
         observers = self._observers
         if observers is None:
@@ -508,7 +318,7 @@ class HookRunner:
                     callback(event, context, data)
                 except Exception:
                     observers.failed(callback)
-        fold = _Fold(data, rule.default)
+        fold = Fold(data, rule.default)
         decided_by: str | None = None
         started = 0.0
         for registration in registrations:
@@ -518,7 +328,7 @@ class HookRunner:
             try:
                 if registration.timeout is None:
                     value = registration.call(context, fold.data)
-                    if registration.is_async or (value is not None and _is_awaitable(value)):
+                    if registration.is_async or (value is not None and is_awaitable(value)):
                         value = await value
                 else:
                     value = await _with_timeout(registration, context, fold.data)
@@ -548,7 +358,7 @@ class HookRunner:
 
     @staticmethod
     def _hook_failed(
-        rule: _Rule, registration: _Registration, event: HookEvent, fold: _Fold, error: Exception
+        rule: Rule, registration: _Registration, event: HookEvent, fold: Fold, error: Exception
     ) -> bool:
         """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
         closes = rule.kind == "decide" and not registration.fail_open
@@ -673,267 +483,3 @@ def _not_a_hook(hook: object) -> str:
         name = getattr(hook, "__qualname__", repr(hook))
         return f"cannot register the plain function {name}; decorate it first. {accepted}"
     return f"cannot register {hook!r}: {accepted}"
-
-
-# --- scopes -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """What became of one tool call made through :meth:`TurnScope.call_tool`.
-
-    Args:
-        allowed: ``False`` when a ``pre_tool_call`` hook denied the call (the tool did not run).
-        call: The effective call: the model's call with every hook's ``modified_args``.
-        value: The tool's return value, or the recovery's value.
-        error: The exception the tool raised, when it raised and a hook recovered.
-        recovered: Whether an ``on_tool_error`` hook replaced the error with a value.
-        message: The denial message (for the model) or the recovery's note.
-        decision: The policy decision behind the verdict, when a PolicyEnforcer made one.
-        decided_by: The hook that denied or recovered the call.
-    """
-
-    allowed: bool
-    call: ToolCall
-    value: Any = None
-    error: Exception | None = None
-    recovered: bool = False
-    message: str = ""
-    decision: PolicyDecision | None = None
-    decided_by: str | None = None
-
-
-_OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
-_NO_RESPONSE: Final = ChatResponse()
-
-
-@final
-class SessionScope:
-    """One agent session; use as ``async with runner.session(...) as session``.
-
-    Entering dispatches ``on_session_start``; leaving dispatches ``on_session_end`` however
-    the block ends, with ``context.outcome`` set to completed, failed or cancelled.
-    """
-
-    __slots__ = ("_runner", "_state", "context")
-
-    def __init__(self, runner: HookRunner, context: SessionContext) -> None:
-        self._runner = runner
-        self._state = _OPEN
-        self.context = context
-
-    @property
-    def session_id(self) -> str:
-        """The session's id."""
-        return self.context.session_id
-
-    async def __aenter__(self) -> SessionScope:
-        if self._state is not _OPEN:
-            raise ScopeError(f"session {self.session_id} was already entered; open a new one")
-        self._state = _ACTIVE
-        self._runner._scope_started(self.context)
-        try:
-            await self._runner.dispatch_session_start(self.context)
-        except BaseException as error:
-            await self._end(error)
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self._end(exc)
-
-    async def _end(self, error: BaseException | None) -> None:
-        context = self.context
-        if error is None:
-            context.outcome = "completed"
-        else:
-            context.outcome = "cancelled" if _is_cancellation(error) else "failed"
-        self._state = _CLOSED
-        try:
-            await self._runner.dispatch_session_end(context)
-        finally:
-            self._runner._scope_ended(context, error)
-
-    def turn(self, prompt: Any = None) -> TurnScope:
-        """Open the session's next turn: ``async with session.turn(prompt) as turn``."""
-        if self._state is not _ACTIVE:
-            raise ScopeError(
-                f"session {self.session_id} is {self._state}; turns need an active one"
-            )
-        context = self.context
-        turn = TurnContext(context, context.turn_count, prompt)
-        context.turn_count += 1
-        return TurnScope(self._runner, turn)
-
-
-@final
-class TurnScope:
-    """One turn; use as ``async with session.turn(prompt) as turn``.
-
-    Entering dispatches ``pre_turn``: check :attr:`allowed` before doing the turn's work.
-    Leaving an allowed turn without an exception dispatches ``post_turn`` with the response
-    given to :meth:`respond`.
-    """
-
-    __slots__ = ("_response", "_runner", "_state", "context", "result")
-
-    def __init__(self, runner: HookRunner, context: TurnContext) -> None:
-        self._runner = runner
-        self._state = _OPEN
-        self._response: ChatResponse | None = None
-        self.context = context
-        #: The ``pre_turn`` verdict; set when the turn is entered.
-        self.result: HookResult = _ALLOW
-
-    @property
-    def allowed(self) -> bool:
-        """Whether ``pre_turn`` let the turn start."""
-        return self.result.allow
-
-    async def __aenter__(self) -> TurnScope:
-        if self._state is not _OPEN:
-            raise ScopeError(f"turn {self.context.turn_index} was already entered")
-        self._state = _ACTIVE
-        runner, context = self._runner, self.context
-        runner._scope_started(context)
-        try:
-            self.result = await runner.dispatch_pre_turn(context, context.prompt)
-        except BaseException as error:
-            self._close("failed", error)
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc is not None:
-            self._close("failed", exc)
-        elif not self.allowed:
-            self._close("blocked", None)
-        else:
-            try:
-                await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
-            except BaseException as error:
-                self._close("failed", error)
-                raise
-            self._close("completed", None)
-
-    def _close(
-        self, outcome: Literal["completed", "blocked", "failed"], error: BaseException | None
-    ) -> None:
-        self._state = _CLOSED
-        self.context.outcome = outcome
-        self._runner._scope_ended(self.context, error)
-
-    def _require_active(self, action: str) -> None:
-        if self._state is not _ACTIVE:
-            raise ScopeError(f"cannot {action}: turn {self.context.turn_index} is {self._state}")
-        if not self.result.allow:
-            raise ScopeError(
-                f"cannot {action}: turn {self.context.turn_index} was blocked by pre_turn "
-                f"({self.result.message!r}); check turn.allowed first"
-            )
-
-    def respond(self, response: ChatResponse) -> None:
-        """Record the turn's answer; ``post_turn`` hooks receive it when the turn ends."""
-        self._require_active("respond")
-        self._response = response
-
-    async def call_tool(self, call: ToolCall, fn: Callable[..., Any]) -> ToolOutcome:
-        """Run one tool call through the hooks.
-
-        ``pre_tool_call`` decides; an allowed call runs ``fn(**effective_args)`` (sync or
-        async; a sync tool runs inline, so hand blocking work to a thread yourself), then
-        ``post_tool_call``; a raising tool goes to ``on_tool_error`` instead.
-
-        Returns:
-            The outcome. A denied call returns ``allowed=False`` with the message for the model.
-
-        Raises:
-            Exception: the tool's own exception, unchanged, when no hook recovered it.
-            ScopeError: the turn is blocked or closed.
-        """
-        self._require_active("call a tool")
-        runner = self._runner
-        operation = OperationContext(self.context, "tool", call, call.id)
-        runner._scope_started(operation)
-        try:
-            outcome = await self._run_tool(operation, call, fn)
-        except BaseException as error:
-            runner._scope_ended(operation, error)
-            raise
-        runner._scope_ended(operation, None)
-        return outcome
-
-    async def _run_tool(
-        self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
-    ) -> ToolOutcome:
-        runner = self._runner
-        verdict, effective, decided_by = await runner._dispatch("pre_tool_call", operation, call)
-        if not verdict.allow:
-            return ToolOutcome(
-                allowed=False,
-                call=effective,
-                message=verdict.message,
-                decision=verdict.decision,
-                decided_by=decided_by,
-            )
-        started = perf_counter()
-        try:
-            value = fn(**effective.args)
-            if value is not None and _is_awaitable(value):
-                value = await value
-        except Exception as error:
-            recovery, _, recovered_by = await runner._dispatch("on_tool_error", operation, error)
-            if recovery is None:
-                raise  # the tool's own exception, unchanged
-            return ToolOutcome(
-                allowed=True,
-                call=effective,
-                value=recovery.value,
-                error=error,
-                recovered=True,
-                message=recovery.message,
-                decision=verdict.decision,
-                decided_by=recovered_by,
-            )
-        result = ToolResult(effective, value, perf_counter() - started)
-        await runner._dispatch("post_tool_call", operation, result)
-        return ToolOutcome(allowed=True, call=effective, value=value, decision=verdict.decision)
-
-    async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
-        """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""
-        self._require_active("ask")
-        runner = self._runner
-        operation = OperationContext(self.context, "interaction")
-        runner._scope_started(operation)
-        try:
-            answers = await runner.dispatch_on_interaction(operation, questions)
-        except BaseException as error:
-            runner._scope_ended(operation, error)
-            raise
-        runner._scope_ended(operation, None)
-        return answers
-
-    async def compact(self, summary: str) -> None:
-        """Tell ``on_compaction`` hooks the agent compacted its context into ``summary``."""
-        self._require_active("compact")
-        await self._runner.dispatch_on_compaction(self.context, summary)
-
-    async def llm_request(self, request: LlmRequest) -> RequestDecision:
-        """Put a model request to ``pre_llm_request`` hooks: proceed, modify or block."""
-        self._require_active("send a model request")
-        return await self._runner.dispatch_pre_llm_request(self.context, request)
-
-    async def llm_response(self, response: LlmResponse) -> ResponseDecision:
-        """Put a model response to ``on_llm_response`` hooks: accept, block or retry."""
-        self._require_active("receive a model response")
-        return await self._runner.dispatch_on_llm_response(self.context, response)

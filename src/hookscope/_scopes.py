@@ -1,0 +1,314 @@
+"""Scopes: how an agent loop drives the runner (``runner.session()`` → ``session.turn()``).
+
+A scope opens a context, dispatches the events that bracket it and closes it however its block
+ends, telling the runner's observers both times. Public names are re-exported by
+:mod:`hookscope.runner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Literal, final
+
+from hookscope._events import ALLOW
+from hookscope.context import OperationContext, SessionContext, TurnContext
+from hookscope.types import (
+    Answer,
+    ChatResponse,
+    HookResult,
+    LlmRequest,
+    LlmResponse,
+    Question,
+    RequestDecision,
+    ResponseDecision,
+    ToolCall,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from hookscope.policy import PolicyDecision
+    from hookscope.runner import HookRunner
+
+__all__ = ["ScopeError", "SessionScope", "ToolOutcome", "TurnScope"]
+
+
+class ScopeError(RuntimeError):
+    """A scope was used in a way its state does not allow (e.g. a tool call in a blocked turn)."""
+
+
+def is_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ends a scope as cancelled rather than failed."""
+    return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
+
+
+def is_awaitable(value: object) -> bool:
+    """Whether a hook's or tool's return value must be awaited."""
+    # inspect.isawaitable falls through to a slow ABC check for plain values; most hook and
+    # tool results are plain values, so test the type's protocol first.
+    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What became of one tool call made through :meth:`TurnScope.call_tool`.
+
+    Args:
+        allowed: ``False`` when a ``pre_tool_call`` hook denied the call (the tool did not run).
+        call: The effective call: the model's call with every hook's ``modified_args``.
+        value: The tool's return value, or the recovery's value.
+        error: The exception the tool raised, when it raised and a hook recovered.
+        recovered: Whether an ``on_tool_error`` hook replaced the error with a value.
+        message: The denial message (for the model) or the recovery's note.
+        decision: The policy decision behind the verdict, when a PolicyEnforcer made one.
+        decided_by: The hook that denied or recovered the call.
+    """
+
+    allowed: bool
+    call: ToolCall
+    value: Any = None
+    error: Exception | None = None
+    recovered: bool = False
+    message: str = ""
+    decision: PolicyDecision | None = None
+    decided_by: str | None = None
+
+
+_OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
+_NO_RESPONSE: Final = ChatResponse()
+
+
+@final
+class SessionScope:
+    """One agent session; use as ``async with runner.session(...) as session``.
+
+    Entering dispatches ``on_session_start``; leaving dispatches ``on_session_end`` however
+    the block ends, with ``context.outcome`` set to completed, failed or cancelled.
+    """
+
+    __slots__ = ("_runner", "_state", "context")
+
+    def __init__(self, runner: HookRunner, context: SessionContext) -> None:
+        self._runner = runner
+        self._state = _OPEN
+        self.context = context
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self.context.session_id
+
+    async def __aenter__(self) -> SessionScope:
+        if self._state is not _OPEN:
+            raise ScopeError(f"session {self.session_id} was already entered; open a new one")
+        self._state = _ACTIVE
+        self._runner._scope_started(self.context)
+        try:
+            await self._runner.dispatch_session_start(self.context)
+        except BaseException as error:
+            await self._end(error)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._end(exc)
+
+    async def _end(self, error: BaseException | None) -> None:
+        context = self.context
+        if error is None:
+            context.outcome = "completed"
+        else:
+            context.outcome = "cancelled" if is_cancellation(error) else "failed"
+        self._state = _CLOSED
+        try:
+            await self._runner.dispatch_session_end(context)
+        finally:
+            self._runner._scope_ended(context, error)
+
+    def turn(self, prompt: Any = None) -> TurnScope:
+        """Open the session's next turn: ``async with session.turn(prompt) as turn``."""
+        if self._state is not _ACTIVE:
+            raise ScopeError(
+                f"session {self.session_id} is {self._state}; turns need an active one"
+            )
+        context = self.context
+        turn = TurnContext(context, context.turn_count, prompt)
+        context.turn_count += 1
+        return TurnScope(self._runner, turn)
+
+
+@final
+class TurnScope:
+    """One turn; use as ``async with session.turn(prompt) as turn``.
+
+    Entering dispatches ``pre_turn``: check :attr:`allowed` before doing the turn's work.
+    Leaving an allowed turn without an exception dispatches ``post_turn`` with the response
+    given to :meth:`respond`.
+    """
+
+    __slots__ = ("_response", "_runner", "_state", "context", "result")
+
+    def __init__(self, runner: HookRunner, context: TurnContext) -> None:
+        self._runner = runner
+        self._state = _OPEN
+        self._response: ChatResponse | None = None
+        self.context = context
+        #: The ``pre_turn`` verdict; set when the turn is entered.
+        self.result: HookResult = ALLOW
+
+    @property
+    def allowed(self) -> bool:
+        """Whether ``pre_turn`` let the turn start."""
+        return self.result.allow
+
+    async def __aenter__(self) -> TurnScope:
+        if self._state is not _OPEN:
+            raise ScopeError(f"turn {self.context.turn_index} was already entered")
+        self._state = _ACTIVE
+        runner, context = self._runner, self.context
+        runner._scope_started(context)
+        try:
+            self.result = await runner.dispatch_pre_turn(context, context.prompt)
+        except BaseException as error:
+            self._close("failed", error)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            self._close("failed", exc)
+        elif not self.allowed:
+            self._close("blocked", None)
+        else:
+            try:
+                await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
+            except BaseException as error:
+                self._close("failed", error)
+                raise
+            self._close("completed", None)
+
+    def _close(
+        self, outcome: Literal["completed", "blocked", "failed"], error: BaseException | None
+    ) -> None:
+        self._state = _CLOSED
+        self.context.outcome = outcome
+        self._runner._scope_ended(self.context, error)
+
+    def _require_active(self, action: str) -> None:
+        if self._state is not _ACTIVE:
+            raise ScopeError(f"cannot {action}: turn {self.context.turn_index} is {self._state}")
+        if not self.result.allow:
+            raise ScopeError(
+                f"cannot {action}: turn {self.context.turn_index} was blocked by pre_turn "
+                f"({self.result.message!r}); check turn.allowed first"
+            )
+
+    def respond(self, response: ChatResponse) -> None:
+        """Record the turn's answer; ``post_turn`` hooks receive it when the turn ends."""
+        self._require_active("respond")
+        self._response = response
+
+    async def call_tool(self, call: ToolCall, fn: Callable[..., Any]) -> ToolOutcome:
+        """Run one tool call through the hooks.
+
+        ``pre_tool_call`` decides; an allowed call runs ``fn(**effective_args)`` (sync or
+        async; a sync tool runs inline, so hand blocking work to a thread yourself), then
+        ``post_tool_call``; a raising tool goes to ``on_tool_error`` instead.
+
+        Returns:
+            The outcome. A denied call returns ``allowed=False`` with the message for the model.
+
+        Raises:
+            Exception: the tool's own exception, unchanged, when no hook recovered it.
+            ScopeError: the turn is blocked or closed.
+        """
+        self._require_active("call a tool")
+        runner = self._runner
+        operation = OperationContext(self.context, "tool", call, call.id)
+        runner._scope_started(operation)
+        try:
+            outcome = await self._run_tool(operation, call, fn)
+        except BaseException as error:
+            runner._scope_ended(operation, error)
+            raise
+        runner._scope_ended(operation, None)
+        return outcome
+
+    async def _run_tool(
+        self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
+    ) -> ToolOutcome:
+        runner = self._runner
+        verdict, effective, decided_by = await runner._dispatch("pre_tool_call", operation, call)
+        if not verdict.allow:
+            return ToolOutcome(
+                allowed=False,
+                call=effective,
+                message=verdict.message,
+                decision=verdict.decision,
+                decided_by=decided_by,
+            )
+        started = perf_counter()
+        try:
+            value = fn(**effective.args)
+            if value is not None and is_awaitable(value):
+                value = await value
+        except Exception as error:
+            recovery, _, recovered_by = await runner._dispatch("on_tool_error", operation, error)
+            if recovery is None:
+                raise  # the tool's own exception, unchanged
+            return ToolOutcome(
+                allowed=True,
+                call=effective,
+                value=recovery.value,
+                error=error,
+                recovered=True,
+                message=recovery.message,
+                decision=verdict.decision,
+                decided_by=recovered_by,
+            )
+        result = ToolResult(effective, value, perf_counter() - started)
+        await runner._dispatch("post_tool_call", operation, result)
+        return ToolOutcome(allowed=True, call=effective, value=value, decision=verdict.decision)
+
+    async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
+        """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""
+        self._require_active("ask")
+        runner = self._runner
+        operation = OperationContext(self.context, "interaction")
+        runner._scope_started(operation)
+        try:
+            answers = await runner.dispatch_on_interaction(operation, questions)
+        except BaseException as error:
+            runner._scope_ended(operation, error)
+            raise
+        runner._scope_ended(operation, None)
+        return answers
+
+    async def compact(self, summary: str) -> None:
+        """Tell ``on_compaction`` hooks the agent compacted its context into ``summary``."""
+        self._require_active("compact")
+        await self._runner.dispatch_on_compaction(self.context, summary)
+
+    async def llm_request(self, request: LlmRequest) -> RequestDecision:
+        """Put a model request to ``pre_llm_request`` hooks: proceed, modify or block."""
+        self._require_active("send a model request")
+        return await self._runner.dispatch_pre_llm_request(self.context, request)
+
+    async def llm_response(self, response: LlmResponse) -> ResponseDecision:
+        """Put a model response to ``on_llm_response`` hooks: accept, block or retry."""
+        self._require_active("receive a model response")
+        return await self._runner.dispatch_on_llm_response(self.context, response)
