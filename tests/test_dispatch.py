@@ -316,27 +316,25 @@ async def test_on_interaction_unanswered_returns_none() -> None:
     [
         (
             lambda r: r.dispatch_pre_turn(TURN, "hi"),
-            HookResult.deny("hook 'h1' failed in pre_turn (RuntimeError: boom); failing closed"),
+            HookResult.deny("hook 'h1' failed in pre_turn (RuntimeError); failing closed"),
         ),
         (
             lambda r: r.dispatch_pre_tool_call(OPERATION, ToolCall("t")),
             (
-                HookResult.deny(
-                    "hook 'h1' failed in pre_tool_call (RuntimeError: boom); failing closed"
-                ),
+                HookResult.deny("hook 'h1' failed in pre_tool_call (RuntimeError); failing closed"),
                 ToolCall("t"),
             ),
         ),
         (
             lambda r: r.dispatch_pre_llm_request(TURN, LlmRequest("m")),
             RequestDecision.block(
-                "hook 'h1' failed in pre_llm_request (RuntimeError: boom); failing closed"
+                "hook 'h1' failed in pre_llm_request (RuntimeError); failing closed"
             ),
         ),
         (
             lambda r: r.dispatch_on_llm_response(TURN, LlmResponse("m")),
             ResponseDecision.block(
-                "hook 'h1' failed in on_llm_response (RuntimeError: boom); failing closed"
+                "hook 'h1' failed in on_llm_response (RuntimeError); failing closed"
             ),
         ),
     ],
@@ -392,7 +390,7 @@ async def test_decide_hook_timeout_fails_closed() -> None:
 
     result, _ = await HookRunner([Slow()]).dispatch_pre_tool_call(OPERATION, ToolCall("t"))
     assert result == HookResult.deny(
-        "hook 'Slow' failed in pre_tool_call (TimeoutError: hook 'Slow' took longer than 0.01s); "
+        "hook 'Slow' failed in pre_tool_call (HookTimeoutError: hook 'Slow' took longer than 0.01s); "
         "failing closed"
     )
 
@@ -410,7 +408,7 @@ async def test_inspect_hook_timeout_is_isolated(recorder: Recorder) -> None:
     await runner.dispatch_post_turn(TURN, ChatResponse())
     assert log == ["after.post_turn"]
     assert [c[2:] for c in recorder.named("hook_finished")] == [
-        ("Slow", None, "TimeoutError"),
+        ("Slow", None, "HookTimeoutError"),
         ("after", None, None),
     ]
 
@@ -488,3 +486,64 @@ def test_a_hook_overriding_nothing_registers_for_no_event() -> None:
     assert all(
         runner.hook_names(event) == () for event in ("pre_turn", "pre_tool_call", "on_session_end")
     )
+
+
+async def test_a_secret_in_a_hook_exception_never_reaches_the_denial() -> None:
+    result = await _runner([], RuntimeError("GET /?token=sk-live-123 failed")).dispatch_pre_turn(
+        TURN, "hi"
+    )
+    assert result == HookResult.deny("hook 'h1' failed in pre_turn (RuntimeError); failing closed")
+
+
+@pytest.mark.parametrize("allow", ["false", 0, 1, None])
+async def test_a_non_bool_allow_fails_closed(allow: Any) -> None:
+    result = await _runner([], HookResult(allow=allow)).dispatch_pre_turn(TURN, "hi")
+    assert result == HookResult.deny(
+        f"hook 'h1' failed in pre_turn (HookFailure: returned HookResult(allow={allow!r}); "
+        "allow must be a bool); failing closed"
+    )
+
+
+async def test_an_unknown_request_action_blocks() -> None:
+    decision = await _runner([], RequestDecision(action="deny")).dispatch_pre_llm_request(  # type: ignore[arg-type]
+        TURN, LlmRequest("m")
+    )
+    assert decision.action == "block"
+    assert "RequestDecision(action='deny')" in decision.reason
+
+
+async def test_an_unknown_response_action_blocks() -> None:
+    decision = await _runner([], ResponseDecision(action="reject")).dispatch_on_llm_response(  # type: ignore[arg-type]
+        TURN, LlmResponse("m")
+    )
+    assert decision.action == "block"
+    assert "ResponseDecision(action='reject')" in decision.feedback
+
+
+async def test_a_hook_that_swallows_its_timeout_still_fails_closed() -> None:
+    class Stubborn(Hook):
+        timeout = 0.01
+
+        async def pre_tool_call(self, context: Any, call: Any) -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                return None  # swallows the timeout's cancellation and "allows"
+
+    result, _ = await HookRunner([Stubborn()]).dispatch_pre_tool_call(OPERATION, ToolCall("t"))
+    assert result.allow is False
+    assert "HookTimeoutError: hook 'Stubborn' took longer than 0.01s" in result.message
+
+
+async def test_an_empty_answer_list_lets_the_next_hook_answer() -> None:
+    log: list[str] = []
+    answers = [Answer("yes")]
+    runner = _runner(log, [], answers)
+    assert await runner.dispatch_on_interaction(OPERATION, [Question("?")]) == answers
+    assert log == ["h1.on_interaction", "h2.on_interaction"]
+
+
+def test_observing_the_same_observer_twice_is_refused(recorder: Recorder) -> None:
+    runner = HookRunner([recorder])
+    with pytest.raises(ValueError, match="is already observed by this runner"):
+        runner.observe(recorder)

@@ -8,13 +8,15 @@ This is DESIGN §2 as data.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, final, get_args
 
 from hookscope.hooks import HookEvent
 from hookscope.types import (
     HookResult,
     Recovery,
+    RequestAction,
     RequestDecision,
+    ResponseAction,
     ResponseDecision,
     ToolCall,
 )
@@ -22,19 +24,25 @@ from hookscope.types import (
 __all__ = ["ALLOW", "RULES", "Fold", "HookFailure", "HookKind", "HookTimeoutError", "Rule"]
 
 HookKind = Literal["inspect", "decide", "transform"]
+_REQUEST_ACTIONS: Final = frozenset(get_args(RequestAction))
+_RESPONSE_ACTIONS: Final = frozenset(get_args(ResponseAction))
 
 
 @final
 class HookFailure(Exception):
-    """Why a hook counts as failed when it did not raise: a timeout or a wrong return type.
+    """Why a hook counts as failed when it did not raise: a wrong return type.
 
     Observers receive it as ``error`` in ``hook_finished``; it never reaches the agent.
     """
+
+    __module__ = "hookscope.runner"
 
 
 @final
 class HookTimeoutError(TimeoutError):
     """A hook outlived its ``timeout``; counts as a hook failure (decide hooks fail closed)."""
+
+    __module__ = "hookscope.runner"
 
 
 @final
@@ -72,10 +80,20 @@ class Rule:
 
 
 def _failure_message(hook_name: str, event: HookEvent, error: BaseException) -> str:
-    return f"hook {hook_name!r} failed in {event} ({type(error).__name__}: {error}); failing closed"
+    # The message reaches the model and the spans: an exception's own text may carry secrets
+    # (a token in a URL, a header), so only hookscope's own failure texts are quoted.
+    detail = f": {error}" if isinstance(error, (HookFailure, HookTimeoutError)) else ""
+    return f"hook {hook_name!r} failed in {event} ({type(error).__name__}{detail}); failing closed"
 
 
 ALLOW: Final = HookResult()
+
+
+def _check_result(value: Any) -> None:
+    if type(value) is not HookResult:
+        raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+    if type(value.allow) is not bool:  # a truthy "false" must not allow
+        raise HookFailure(f"returned HookResult(allow={value.allow!r}); allow must be a bool")
 
 
 class _PreTurnRule(Rule):
@@ -83,8 +101,7 @@ class _PreTurnRule(Rule):
     default = ALLOW
 
     def step(self, fold: Fold, value: Any) -> bool:
-        if type(value) is not HookResult:
-            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+        _check_result(value)
         if not value.allow:
             fold.result = value
             return True
@@ -98,8 +115,7 @@ class _PreToolCallRule(_PreTurnRule):
     """pre_turn's rule plus argument merging and the policy decision behind an allow."""
 
     def step(self, fold: Fold, value: Any) -> bool:
-        if type(value) is not HookResult:
-            raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+        _check_result(value)
         if not value.allow:
             fold.result = value
             return True
@@ -132,6 +148,11 @@ class _PreLlmRequestRule(Rule):
     def step(self, fold: Fold, value: Any) -> bool:
         if type(value) is not RequestDecision:
             raise HookFailure(f"returned {type(value).__name__}, expected RequestDecision or None")
+        if value.action not in _REQUEST_ACTIONS:  # an unknown verdict must not proceed
+            raise HookFailure(
+                f"returned RequestDecision(action={value.action!r}); build it with "
+                "RequestDecision.proceed(), .modify() or .block()"
+            )
         if value.action == "block":
             fold.result = value
             return True
@@ -158,6 +179,11 @@ class _OnLlmResponseRule(Rule):
     def step(self, fold: Fold, value: Any) -> bool:
         if type(value) is not ResponseDecision:
             raise HookFailure(f"returned {type(value).__name__}, expected ResponseDecision or None")
+        if value.action not in _RESPONSE_ACTIONS:  # an unknown verdict must not accept
+            raise HookFailure(
+                f"returned ResponseDecision(action={value.action!r}); build it with "
+                "ResponseDecision.accept(), .block() or .retry_with_feedback()"
+            )
         if value.action != "accept":
             fold.result = value
             return True
@@ -181,6 +207,8 @@ class _OnInteractionRule(Rule):
     kind = "transform"
 
     def step(self, fold: Fold, value: Any) -> bool:
+        if not value:  # an empty list of answers answers nothing: ask the next hook
+            return False
         fold.result = value
         return True
 

@@ -40,6 +40,8 @@ __all__ = ["ScopeError", "SessionScope", "ToolOutcome", "TurnScope"]
 class ScopeError(RuntimeError):
     """A scope was used in a way its state does not allow (e.g. a tool call in a blocked turn)."""
 
+    __module__ = "hookscope.runner"
+
 
 def is_cancellation(error: BaseException) -> bool:
     """Whether ``error`` ends a scope as cancelled rather than failed."""

@@ -275,9 +275,16 @@ class HookRunner:
         Returns:
             A function that stops the observation; calling it again does nothing.
 
+        Undo between sessions: an observer removed while a scope is open is not told the scope
+        ended.
+
         Raises:
             TypeError: ``observer`` lacks a dispatch method.
+            ValueError: ``observer`` is already observed.
         """
+        if any(o is observer for o in self._observer_list):
+            # Twice observed, it would open every scope twice and leave one span unended.
+            raise ValueError(f"{observer!r} is already observed by this runner")
         missing = [m for m in _OBSERVER_METHODS if not callable(getattr(observer, m, None))]
         if missing:
             raise TypeError(
@@ -464,10 +471,19 @@ class HookRunner:
 
 async def _with_timeout(registration: _Registration, context: HookContext, data: Any) -> Any:
     timeout = registration.timeout
+    assert timeout is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     try:
-        return await asyncio.wait_for(registration.call(context, data), timeout)
+        value = await asyncio.wait_for(registration.call(context, data), timeout)
     except asyncio.TimeoutError:
-        raise TimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s") from None
+        raise HookTimeoutError(
+            f"hook {registration.name!r} took longer than {timeout:g}s"
+        ) from None
+    if loop.time() >= deadline:
+        # The hook swallowed the timeout's cancellation and returned anyway: still a timeout.
+        raise HookTimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s")
+    return value
 
 
 def _not_a_hook(hook: object) -> str:
