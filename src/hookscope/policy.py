@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ from hookscope._rules import (
 from hookscope.context import OperationContext
 from hookscope.hooks import Hook
 from hookscope.types import HookResult, ToolCall
+
+logger = logging.getLogger("hookscope")
 
 __all__ = [
     "WORKSPACE_PATH_ARGS",
@@ -357,6 +360,7 @@ class _Rule:
     __slots__ = (
         "approved",
         "bucket",
+        "failure_logged",
         "guard",
         "handler",
         "label",
@@ -371,6 +375,7 @@ class _Rule:
     )
 
     def __init__(self, policy: Policy) -> None:
+        self.failure_logged = False
         self.tier, self.server, self.tool = parse_target(policy.tool)
         self.bucket = bucket = self.tier * 3 + _DECISION_RANK[policy.decision]
         self.label = label = policy.name
@@ -419,7 +424,18 @@ class _Rule:
     def failed(self, what: str, problem: object, asked: bool = False) -> HookResult:
         """The fail-closed denial for a ``what`` that raised ``problem`` or returned it."""
         if isinstance(problem, Exception):
-            detail = f"raised {type(problem).__name__}: {problem}"
+            # The reason reaches the model and the spans; the exception's text may carry
+            # secrets (it often quotes the arguments), so it goes only to the log.
+            detail = f"raised {type(problem).__name__}"
+            if not self.failure_logged:
+                self.failure_logged = True
+                logger.warning(
+                    "policy rule %r: its %s raised; the call is denied (later failures of this "
+                    "rule are not logged)",
+                    self.label,
+                    what,
+                    exc_info=problem,
+                )
         else:
             detail = f"returned {type(problem).__name__}, not bool"
         decision = Decision.ASK_USER if asked else Decision.DENY
