@@ -855,3 +855,49 @@ async def test_the_conversation_id_defaults_to_the_session_id(
     assert {
         (s.attributes or {})["gen_ai.conversation.id"] for s in span_exporter.get_finished_spans()
     } == {"s9"}
+
+
+async def test_two_otel_hooks_on_one_meter_provider_both_report(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    metric_reader: InMemoryMetricReader,
+) -> None:
+    for agent in ("a1", "a2"):  # e.g. one runner per agent, each with its own OTelHook
+        runner = HookRunner([OTelHook(tracer_provider, meter_provider), ReadOnlyPaths()])
+        async with runner.session(agent_name=agent) as session, session.turn() as turn:
+            await turn.call_tool(ToolCall("t"), lambda: None)
+    points = metric_points(metric_reader.get_metrics_data())
+    assert points["hookscope.sessions"] == {
+        attrs(gen_ai__agent__name="a1"): 1,
+        attrs(gen_ai__agent__name="a2"): 1,
+    }
+    assert points["gen_ai.execute_tool.duration"] == {
+        attrs(
+            gen_ai__agent__name=a, gen_ai__tool__name="t", hookscope__tool__outcome="succeeded"
+        ): 1
+        for a in ("a1", "a2")
+    }
+    assert sum(points["hookscope.hook.duration"].values()) == 2
+
+
+async def test_agent_names_beyond_the_cardinality_limit_are_reported_as_other(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    metric_reader: InMemoryMetricReader,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    hook = OTelHook(tracer_provider, meter_provider, cardinality_limit=1)
+    runner = HookRunner([hook])
+    for agent in ("first", "per-user-1", "per-user-2"):
+        async with runner.session(agent_name=agent):
+            pass
+    sessions = metric_points(metric_reader.get_metrics_data())["hookscope.sessions"]
+    assert sessions == {
+        attrs(gen_ai__agent__name="first"): 1,
+        attrs(gen_ai__agent__name="_other"): 2,
+    }
+    assert sorted(s.name for s in span_exporter.get_finished_spans()) == [
+        "session first",
+        "session per-user-1",
+        "session per-user-2",
+    ]

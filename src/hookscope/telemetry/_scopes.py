@@ -35,11 +35,12 @@ def usage_attributes(usage: Usage) -> dict[str, int]:
 
 
 class Scope:
-    __slots__ = ("agent", "span", "token")
+    __slots__ = ("agent", "metric_agent", "span", "token")
 
-    def __init__(self, span: Span, agent: str) -> None:
+    def __init__(self, span: Span, agent: str, metric_agent: str) -> None:
         self.span = span
-        self.agent = agent
+        self.agent = agent  # as spans name it
+        self.metric_agent = metric_agent  # as metrics label it: past the cardinality guard
         self.token = otel_context.attach(trace.set_span_in_context(span))
 
     def close(self) -> None:
@@ -53,8 +54,8 @@ class Scope:
 class SessionScope(Scope):
     __slots__ = ("denied_calls", "tool_calls", "tool_errors", "turns")
 
-    def __init__(self, span: Span, agent: str) -> None:
-        super().__init__(span, agent)
+    def __init__(self, span: Span, agent: str, metric_agent: str) -> None:
+        super().__init__(span, agent, metric_agent)
         self.turns = self.tool_calls = self.denied_calls = self.tool_errors = 0
 
 
@@ -62,8 +63,10 @@ class SessionScope(Scope):
 class TurnScope(Scope):
     __slots__ = ("blocked_by", "chat", "model", "session", "started", "usage", "usage_recorded")
 
-    def __init__(self, span: Span, agent: str, session: SessionScope | None) -> None:
-        super().__init__(span, agent)
+    def __init__(
+        self, span: Span, agent: str, metric_agent: str, session: SessionScope | None
+    ) -> None:
+        super().__init__(span, agent, metric_agent)
         self.session = session
         self.started = perf_counter()
         self.blocked_by: str | None = None
@@ -86,8 +89,10 @@ class OperationScope(Scope):
         "turn",
     )
 
-    def __init__(self, span: Span, agent: str, turn: TurnScope | None, tool: str) -> None:
-        super().__init__(span, agent)
+    def __init__(
+        self, span: Span, agent: str, metric_agent: str, turn: TurnScope | None, tool: str
+    ) -> None:
+        super().__init__(span, agent, metric_agent)
         self.turn = turn
         self.session = turn.session if turn is not None else None
         self.tool = tool

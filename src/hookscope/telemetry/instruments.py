@@ -16,10 +16,12 @@ Tool, rule, model, hook and error-type values pass a :class:`CardinalityGuard`: 
 
 from __future__ import annotations
 
+import logging
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, final
+from typing import Final, final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -27,7 +29,9 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 
 from hookscope.telemetry import semconv as sc
 
-__all__ = ["FLUSH_THRESHOLD", "CardinalityGuard", "Instruments"]
+__all__ = ["FLUSH_THRESHOLD", "CardinalityGuard", "Instruments", "instruments_for"]
+
+logger = logging.getLogger("hookscope")
 
 #: Queued histogram values that trigger an immediate flush: bounds memory between collections,
 #: and the pause a flush costs the agent (~15 µs per value on a small VM).
@@ -101,9 +105,6 @@ class _Counts:
     def add(self, key: Key, amount: int = 1) -> None:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + amount
-
-    def value(self, key: Key) -> int:
-        return self._counts.get(key, 0)
 
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
         if self.before_observe is not None:
@@ -183,6 +184,10 @@ class Instruments:
         def guard() -> Callable[[str], str]:
             return CardinalityGuard(cardinality_limit)
 
+        self.cardinality_limit = cardinality_limit
+        #: Agent names come from the application; one built per user or request would
+        #: otherwise grow every metric's series without bound.
+        self.agent_name = guard()
         self.tool_name = guard()
         self.rule_name = guard()
         self.model_name = guard()
@@ -298,6 +303,31 @@ class Instruments:
         for histogram in self._histograms:
             histogram.flush()
 
-    def agent_key(self, agent: str) -> tuple[Any, ...]:
-        """The attribute key of the per-agent instruments."""
-        return (agent,)
+
+# The SDK hands back the instrument already registered when a name is created twice on one
+# meter, and a second Instruments' observable callbacks would never be registered: every
+# OTelHook on a meter provider must share that provider's Instruments.
+_SHARED: weakref.WeakKeyDictionary[MeterProvider, Instruments] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def instruments_for(
+    meter_provider: MeterProvider, cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT
+) -> Instruments:
+    """The :class:`Instruments` of ``meter_provider``, created on first use.
+
+    The first caller's ``cardinality_limit`` holds for the provider; a different one later is
+    logged and ignored.
+    """
+    with _SHARED_LOCK:
+        shared = _SHARED.get(meter_provider)
+        if shared is None:
+            shared = _SHARED[meter_provider] = Instruments(meter_provider, cardinality_limit)
+        elif shared.cardinality_limit != cardinality_limit:
+            logger.warning(
+                "hookscope: this meter provider's instruments already use cardinality_limit=%d; "
+                "ignoring %d",
+                shared.cardinality_limit,
+                cardinality_limit,
+            )
+        return shared

@@ -38,7 +38,7 @@ from hookscope.telemetry._scopes import (
     usage_attributes,
 )
 from hookscope.telemetry.content import ContentCapture, capture_from_env, render
-from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, Instruments
+from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
 __all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
@@ -90,7 +90,7 @@ class OTelHook(DispatchObserver):
         self._tracer = trace.get_tracer(
             sc.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         )
-        self.instruments = Instruments(
+        self.instruments = instruments_for(
             meter_provider or metrics.get_meter_provider(), cardinality_limit
         )
         # Scope state by id(context): contexts are alive for exactly as long as their scope.
@@ -151,8 +151,9 @@ class OTelHook(DispatchObserver):
             # A session run inside a traced request starts its own trace, linked to it.
             links=[Link(ambient)] if ambient.is_valid else None,
         )
-        self._scopes[id(context)] = SessionScope(span, agent)
-        key = (agent,)
+        metric_agent = self.instruments.agent_name(agent)
+        self._scopes[id(context)] = SessionScope(span, agent, metric_agent)
+        key = (metric_agent,)
         self.instruments.sessions.add(key)
         self.instruments.sessions_active.add(key)
 
@@ -172,7 +173,7 @@ class OTelHook(DispatchObserver):
         )
         if error is not None:
             fail(span, error)
-        self.instruments.sessions_active.add((scope.agent,), -1)
+        self.instruments.sessions_active.add((scope.metric_agent,), -1)
 
     def _start_turn(self, context: TurnContext) -> None:
         session: SessionScope | None = self._scopes.get(id(context.session))
@@ -198,12 +199,13 @@ class OTelHook(DispatchObserver):
         span = self._tracer.start_span(
             sc.SPAN_TURN.format(agent), context=parent, attributes=attributes, links=links
         )
-        self._scopes[id(context)] = TurnScope(span, agent, session)
+        metric_agent = session.metric_agent if session else self.instruments.agent_name(agent)
+        self._scopes[id(context)] = TurnScope(span, agent, metric_agent, session)
 
     def _end_turn(
         self, context: TurnContext, scope: TurnScope, error: BaseException | None
     ) -> None:
-        span, agent = scope.span, scope.agent
+        span, agent = scope.span, scope.metric_agent
         outcome = context.outcome or ("failed" if error is not None else "completed")
         if scope.chat is not None:  # a model call the agent never reported back
             scope.chat.end()
@@ -252,12 +254,13 @@ class OTelHook(DispatchObserver):
             }
             name, tool = sc.SPAN_INTERACTION.format(agent), ""
         span = self._tracer.start_span(name, context=parent, attributes=attributes)
-        self._scopes[id(context)] = OperationScope(span, agent, turn, tool)
+        metric_agent = turn.metric_agent if turn else self.instruments.agent_name(agent)
+        self._scopes[id(context)] = OperationScope(span, agent, metric_agent, turn, tool)
 
     def _end_operation(
         self, context: OperationContext, scope: OperationScope, error: BaseException | None
     ) -> None:
-        span, agent = scope.span, scope.agent
+        span, agent = scope.span, scope.metric_agent
         if context.kind == "interaction":
             if error is not None:
                 fail(span, error)
@@ -304,7 +307,7 @@ class OTelHook(DispatchObserver):
         duration_s: float,
     ) -> None:
         instruments = self.instruments
-        agent = context.agent_name or self.agent_name  # type: ignore[attr-defined]
+        agent = instruments.agent_name(context.agent_name or self.agent_name)  # type: ignore[attr-defined]
         hook = instruments.hook_name(hook_name)
         instruments.hook_duration.record(duration_s, (agent, hook, event))
         if error is None:
@@ -405,7 +408,7 @@ class OTelHook(DispatchObserver):
         instruments = self.instruments
         instruments.policy_decisions.add(
             (
-                scope.agent,
+                scope.metric_agent,
                 instruments.tool_name(scope.tool),
                 attributes[sc.POLICY_DECISION],
                 attributes[sc.POLICY_OUTCOME],
@@ -444,7 +447,7 @@ class OTelHook(DispatchObserver):
         instruments = self.instruments
         instruments.tool_errors.add(
             (
-                scope.agent,
+                scope.metric_agent,
                 instruments.tool_name(scope.tool),
                 instruments.error_type(error_type),
                 recovered,
@@ -461,13 +464,13 @@ class OTelHook(DispatchObserver):
         if self.capture.on_events:
             attributes = {**attributes, sc.INTERACTION_QUESTIONS: render(questions)}
         scope.span.add_event(sc.EVENT_NAMES["on_interaction"], attributes)
-        self.instruments.interactions.add((scope.agent, outcome))
+        self.instruments.interactions.add((scope.metric_agent, outcome))
 
     def _on_compaction(self, scope: TurnScope, summary: str, result: Any, by: Any) -> None:
         scope.span.add_event(
             sc.EVENT_NAMES["on_compaction"], {sc.COMPACTION_SUMMARY_LENGTH: len(summary)}
         )
-        self.instruments.compactions.add((scope.agent,))
+        self.instruments.compactions.add((scope.metric_agent,))
 
     # --- model calls ---
 
@@ -498,7 +501,7 @@ class OTelHook(DispatchObserver):
             attributes[sc.GUARDRAIL_DECIDED_BY] = by
         if reason:
             attributes[sc.GUARDRAIL_REASON] = reason[:_MAX_REASON]
-        self.instruments.guardrail_verdicts.add((scope.agent, stage, verdict))
+        self.instruments.guardrail_verdicts.add((scope.metric_agent, stage, verdict))
         return attributes
 
     def _pre_llm_request(
@@ -522,7 +525,7 @@ class OTelHook(DispatchObserver):
         )
         chat = scope.chat
         if response.usage is not None:
-            self._record_tokens(scope.agent, response.model, response.usage)
+            self._record_tokens(scope.metric_agent, response.model, response.usage)
             scope.usage_recorded = True
         if chat is None:
             return
