@@ -901,3 +901,23 @@ async def test_agent_names_beyond_the_cardinality_limit_are_reported_as_other(
         "session per-user-1",
         "session per-user-2",
     ]
+
+
+async def test_odd_arguments_under_content_capture_keep_a_denial_recorded_as_denied(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.SPAN_AND_EVENT)
+    odd = {b"raw": object(), ("k", 1): {1, 2}}
+    async with HookRunner([hook, ReadOnlyPaths()]).session() as session, session.turn() as turn:
+        outcome = await turn.call_tool(
+            ToolCall("write_file", {"path": "/etc/x", "odd": odd}), lambda **_: None
+        )
+    assert outcome.allowed is False
+    (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool write_file"]
+    attributes = tool.attributes or {}
+    assert attributes["hookscope.tool.outcome"] == "denied"
+    assert attributes["gen_ai.tool.call.arguments"] == (
+        """{"path": "/etc/x", "odd": {"b'raw'": "<object>", "('k', 1)": [1, 2]}}"""
+    )

@@ -75,32 +75,59 @@ def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture
 
 
 def redact(value: Any) -> Any:
-    """A copy of ``value`` with every value under a secret-looking key replaced."""
+    """A copy of ``value`` with every value under a secret-looking key replaced.
+
+    Keys are mapping keys, and the first item of ``(key, value)`` pairs (headers are often
+    lists of pairs).
+    """
     if isinstance(value, Mapping):
         return {
             key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) else redact(item)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
+        if len(value) == 2 and isinstance(value[0], str) and _SECRET_KEY.search(value[0]):
+            return [value[0], REDACTED]
         return [redact(item) for item in value]
     return value
 
 
 def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH) -> str:
-    """``value`` redacted, as JSON (``repr`` for what JSON cannot hold), truncated."""
-    text = value if isinstance(value, str) else json.dumps(redact(_plain(value)), default=repr)
+    """``value`` redacted, as JSON, truncated. Never raises.
+
+    Objects JSON cannot hold are reduced to their fields (dataclasses, pydantic models, plain
+    objects) so secret-looking fields are redacted too; anything else shows only its type, never
+    its ``repr`` (which could carry secrets).
+    """
+    try:
+        text = value if isinstance(value, str) else json.dumps(redact(_plain(value, 0)))
+    except (TypeError, ValueError, RecursionError):
+        text = f"[unrenderable {type(value).__name__}]"
     if len(text) > max_length:
         return f"{text[:max_length]}…[truncated {len(text) - max_length} chars]"
     return text
 
 
-def _plain(value: Any) -> Any:
-    # Dataclasses from hookscope.types (ChatResponse, Question …) render as their fields.
-    fields = getattr(type(value), "__dataclass_fields__", None)
-    if fields is not None:
-        return {name: _plain(getattr(value, name)) for name in fields}
+_MAX_DEPTH: Final = 20
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """``value`` as JSON-able data: str keys, lists, fields of objects."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if depth > _MAX_DEPTH:
+        return "[…]"
+    depth += 1
     if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+        return {str(key): _plain(item, depth) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(item, depth) for item in value]
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if fields is not None:  # hookscope's own values (ChatResponse, Question …) and others
+        return {name: _plain(getattr(value, name), depth) for name in fields}
+    dump = getattr(value, "model_dump", None)  # pydantic models
+    if callable(dump):
+        return _plain(dump(), depth)
+    if hasattr(value, "__dict__"):
+        return {str(k): _plain(v, depth) for k, v in vars(value).items() if not k.startswith("_")}
+    return f"<{type(value).__name__}>"

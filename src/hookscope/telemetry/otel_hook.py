@@ -23,7 +23,7 @@ from typing import Any, Final, Literal, final
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
@@ -362,12 +362,8 @@ class OTelHook(DispatchObserver):
         if response.usage is not None:
             scope.usage, scope.model = response.usage, response.model
         attributes: dict[str, Any] = {}
-        if response.text and (self.capture.on_spans or self.capture.on_events):
-            rendered = render(response.text)
-            if self.capture.on_spans:
-                scope.span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, rendered)
-            if self.capture.on_events:
-                attributes[sc.GEN_AI_OUTPUT_MESSAGES] = rendered
+        if response.text:
+            self._capture(scope.span, sc.GEN_AI_OUTPUT_MESSAGES, response.text, attributes)
         scope.span.add_event(sc.EVENT_NAMES["post_turn"], attributes)
 
     def _pre_tool_call(
@@ -396,15 +392,10 @@ class OTelHook(DispatchObserver):
         decided_by = by or (scope.policy_hook if decision is not None else None)
         if decided_by is not None:
             attributes[sc.POLICY_DECIDED_BY] = decided_by
-        span = scope.span
-        span.set_attributes(attributes)
-        if self.capture.on_spans or self.capture.on_events:
-            rendered = render(call.args)
-            if self.capture.on_spans:
-                span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rendered)
-            if self.capture.on_events:
-                attributes = {**attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS: rendered}
-        span.add_event(sc.EVENT_NAMES["pre_tool_call"], attributes)
+        if result.allow:
+            scope.run_started = perf_counter()
+        else:
+            scope.outcome = sc.TOOL_DENIED
         instruments = self.instruments
         instruments.policy_decisions.add(
             (
@@ -416,20 +407,15 @@ class OTelHook(DispatchObserver):
                 bucket,
             )
         )
-        if result.allow:
-            scope.run_started = perf_counter()
-        else:
-            scope.outcome = sc.TOOL_DENIED
+        span = scope.span
+        span.set_attributes(attributes)
+        self._capture(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, call.args, attributes)
+        span.add_event(sc.EVENT_NAMES["pre_tool_call"], attributes)
 
     def _post_tool_call(self, scope: OperationScope, data: Any, result: Any, by: Any) -> None:
         scope.outcome = sc.TOOL_SUCCEEDED
         attributes: dict[str, Any] = {}
-        if self.capture.on_spans or self.capture.on_events:
-            rendered = render(data.value)
-            if self.capture.on_spans:
-                scope.span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rendered)
-            if self.capture.on_events:
-                attributes[sc.GEN_AI_TOOL_CALL_RESULT] = rendered
+        self._capture(scope.span, sc.GEN_AI_TOOL_CALL_RESULT, data.value, attributes)
         scope.span.add_event(sc.EVENT_NAMES["post_tool_call"], attributes)
 
     def _on_tool_error(
@@ -471,6 +457,17 @@ class OTelHook(DispatchObserver):
             sc.EVENT_NAMES["on_compaction"], {sc.COMPACTION_SUMMARY_LENGTH: len(summary)}
         )
         self.instruments.compactions.add((scope.metric_agent,))
+
+    def _capture(self, span: Span, key: str, value: Any, event_attributes: dict[str, Any]) -> None:
+        """Record ``value`` under ``key`` on the span and/or the event, as the mode says."""
+        capture = self.capture
+        if capture is ContentCapture.NO_CONTENT:
+            return
+        rendered = render(value)
+        if capture.on_spans:
+            span.set_attribute(key, rendered)
+        if capture.on_events:
+            event_attributes[key] = rendered
 
     # --- model calls ---
 
