@@ -192,3 +192,24 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
     assert process.returncode == 0
     assert 'hookscope_sessions_total{gen_ai_agent_name="demo-coder"' in body
     assert "hookscope_tool_calls_total{" in body
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_to_file", {"TargetFile": "/etc/hosts", "Content": "x"}),
+        ("view_file", {"AbsolutePath": "/etc/passwd"}),
+        ("edit_file", {"TargetFile": "../outside.py", "Patch": "x"}),
+        ("grep_search", {"Query": "x", "SearchPath": "/"}),
+    ],
+)
+def test_demo_file_tools_refuse_paths_outside_the_workspace_even_without_the_policy(
+    tmp_path: Path, tool: str, args: dict[str, str]
+) -> None:
+    from random import Random
+
+    from hookscope.demo.agent import _Tools
+
+    tools = _Tools(tmp_path / "ws", Random(0))
+    with pytest.raises(PermissionError, match="outside the demo workspace"):
+        getattr(tools, tool)(**args)

@@ -146,8 +146,8 @@ def _load_enforcer(spec: str, mcp_servers: list[str]) -> PolicyEnforcer:
         raise _InputError(f"--policies must look like module.path:ATTR, got {spec!r}")
     cwd = os.getcwd()
     added = cwd not in sys.path
-    if added:  # as `python -m` would: the user's own modules are importable
-        sys.path.insert(0, cwd)
+    if added:  # the user's own modules are importable, after (never shadowing) installed ones
+        sys.path.append(cwd)
     try:
         module = importlib.import_module(module_name)
     except Exception as error:

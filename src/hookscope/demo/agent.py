@@ -116,25 +116,34 @@ class _Tools:
     """Simulated tools over a real workspace directory."""
 
     def __init__(self, workspace: Path, rng: random.Random) -> None:
-        self.workspace = workspace
+        self.workspace = workspace.resolve()
         self.rng = rng
 
     # File tools are synchronous (small local reads and writes); the runner calls them inline.
     # Tool parameters use the wire names models send (AbsolutePath, TargetFile …).
 
+    def _inside(self, path: str) -> Path:
+        # A second fence behind the workspace_only policy: even if a rule regressed, the demo
+        # must never read or write outside its temporary workspace (it may run as root).
+        resolved = Path(path).resolve()
+        if not resolved.is_relative_to(self.workspace):
+            raise PermissionError(f"{path} is outside the demo workspace")
+        return resolved
+
     def view_file(self, AbsolutePath: str) -> str:
-        return Path(AbsolutePath).read_text()[:200]
+        return self._inside(AbsolutePath).read_text()[:200]
 
     def grep_search(self, Query: str, SearchPath: str) -> list[str]:
-        return [p.name for p in sorted(Path(SearchPath).rglob("*.py")) if Query in p.read_text()]
+        root = self._inside(SearchPath)
+        return [p.name for p in sorted(root.rglob("*.py")) if Query in p.read_text()]
 
     def edit_file(self, TargetFile: str, Patch: str) -> str:
-        target = Path(TargetFile)
+        target = self._inside(TargetFile)
         target.write_text(target.read_text() + Patch)
         return "1 hunk applied"
 
     def write_to_file(self, TargetFile: str, Content: str) -> str:
-        Path(TargetFile).write_text(Content)  # never reached outside the workspace: denied
+        self._inside(TargetFile).write_text(Content)
         return "written"
 
     async def run_command(self, CommandLine: str) -> str:
