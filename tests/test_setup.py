@@ -867,3 +867,21 @@ def test_telemetry_not_shut_down_is_flushed_at_exit(tmp_path: Path) -> None:
         tmp_path,
     )
     assert [span["name"] for span in read_spans(tmp_path)] == ["last words"]
+
+
+def test_grpc_headers_merge_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookscope.telemetry._export import otlp_metric_exporter, otlp_span_exporter
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20env,x-team=core")
+    spans = otlp_span_exporter(
+        "grpc", "localhost:4317", {"X-Tenant": "t1"}, metrics.NoOpMeterProvider()
+    )
+    metrics_ = otlp_metric_exporter("grpc", "localhost:4317", {"x-team": "agents"})
+    assert dict(spans._headers) == {
+        "authorization": "Bearer env",
+        "x-team": "core",
+        "x-tenant": "t1",
+    }  # type: ignore[attr-defined]
+    assert dict(metrics_._headers) == {"authorization": "Bearer env", "x-team": "agents"}  # type: ignore[attr-defined]
+    spans.shutdown()
+    metrics_.shutdown()

@@ -49,7 +49,12 @@ from urllib.parse import urlparse
 
 from opentelemetry import metrics
 from opentelemetry.metrics import Counter
-from opentelemetry.sdk.environment_variables import OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED
+from opentelemetry.sdk.environment_variables import (
+    OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_EXPORTER_OTLP_METRICS_HEADERS,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+    OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
+)
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -493,6 +498,19 @@ def sdk_self_metrics() -> Iterator[None]:
             os.environ.pop(OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED, None)
 
 
+def _grpc_headers(headers: Mapping[str, str] | None, signal_variable: str) -> dict[str, str] | None:
+    # The HTTP exporters merge given headers over the environment's; the gRPC ones replace
+    # them, which would drop an auth header set in OTEL_EXPORTER_OTLP_HEADERS. Merge here.
+    if not headers:
+        return None  # the gRPC exporter reads the environment itself
+    from opentelemetry.util.re import parse_env_headers
+
+    raw = os.environ.get(signal_variable) or os.environ.get(OTEL_EXPORTER_OTLP_HEADERS, "")
+    merged = dict(parse_env_headers(raw, liberal=True))
+    merged.update({key.lower(): value for key, value in headers.items()})
+    return merged
+
+
 def otlp_span_exporter(
     protocol: str,
     url: str | None,
@@ -506,7 +524,9 @@ def otlp_span_exporter(
         )
 
         return GrpcSpanExporter(
-            endpoint=url, headers=dict(headers) if headers else None, meter_provider=meter_provider
+            endpoint=url,
+            headers=_grpc_headers(headers, OTEL_EXPORTER_OTLP_TRACES_HEADERS),
+            meter_provider=meter_provider,
         )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -522,7 +542,9 @@ def otlp_metric_exporter(
             OTLPMetricExporter as GrpcMetricExporter,
         )
 
-        return GrpcMetricExporter(endpoint=url, headers=dict(headers) if headers else None)
+        return GrpcMetricExporter(
+            endpoint=url, headers=_grpc_headers(headers, OTEL_EXPORTER_OTLP_METRICS_HEADERS)
+        )
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
     return OTLPMetricExporter(endpoint=url, headers=headers)
