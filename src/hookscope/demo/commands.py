@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import socket
+import os
 import tempfile
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from opentelemetry.sdk.environment_variables import OTEL_EXPORTER_OTLP_PROTOCOL
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -26,6 +26,7 @@ from hookscope.demo.timeline import (
     summarize,
     summary_table,
 )
+from hookscope.telemetry._export import probe, probe_address
 from hookscope.telemetry.files import TRACES_FILE, TelemetryFileError, read_spans
 from hookscope.telemetry.otel_hook import OTelHook
 from hookscope.telemetry.setup import TelemetryConfigError, configure
@@ -42,18 +43,16 @@ class CommandError(Exception):
 
 def _check_reachable(endpoint: str) -> None:
     """Fail fast, before any session runs, when nothing listens at ``endpoint``."""
-    parts = urlsplit(endpoint if "://" in endpoint else f"grpc://{endpoint}")
-    if parts.hostname is None or (parts.port is None and parts.scheme not in ("http", "https")):
-        raise CommandError(f"--otlp {endpoint!r} is not a URL like http://127.0.0.1:4318")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=2.0):
-            pass
-    except OSError as error:
+    grpc = os.environ.get(OTEL_EXPORTER_OTLP_PROTOCOL, "").strip().lower() == "grpc"
+    address = probe_address(endpoint, "grpc" if grpc else "http/protobuf")
+    if address is None:  # malformed (configure() says so), behind a proxy, or not plain TCP
+        return
+    error = probe(address, timeout_s=2.0)
+    if error is not None:
         raise CommandError(
             f"cannot reach the OTLP endpoint {endpoint} ({error.strerror or error}); start a "
             "collector (see collector/compose.yaml) or drop --otlp to write ./.hookscope/"
-        ) from None
+        )
 
 
 def _serve_prometheus(port: int) -> tuple[object, threading.Thread]:
@@ -81,7 +80,7 @@ def run_demo(args: argparse.Namespace) -> int:
             directory=args.directory,
             set_global=False,
         )
-    except TelemetryConfigError as error:
+    except TelemetryConfigError as error:  # a malformed endpoint or an unwritable directory
         raise CommandError(str(error)) from None
     console = Console()
     recorded = InMemorySpanExporter()

@@ -171,12 +171,12 @@ def probe_address(url: str, protocol: str) -> tuple[str, int] | None:
     return host, port
 
 
-def _probe(address: tuple[str, int]) -> OSError | None:
+def probe(address: tuple[str, int], timeout_s: float = PROBE_TIMEOUT_S) -> OSError | None:
     """Connect to ``address`` and hang up; the error when nothing accepted the connection."""
     # The timeout does not bound the name lookup; like the exporter's own, it runs in the
     # export thread, not the agent's.
     try:
-        socket.create_connection(address, timeout=PROBE_TIMEOUT_S).close()
+        socket.create_connection(address, timeout=timeout_s).close()
     except OSError as error:  # refused, timed out, no route, unknown host
         return error
     return None
@@ -359,7 +359,7 @@ class ExportGuard:
         error: Exception | None = None
         address = self.target.address
         if not verified and address is not None:
-            error = _probe(address)
+            error = probe(address)
         ok = False
         if error is None:
             try:
