@@ -112,6 +112,7 @@ def test_view_renders_what_demo_wrote(tmp_path: Path, capsys: pytest.CaptureFixt
         (["demo", "--sessions", "0"], "--sessions must be at least 1, got 0"),
         (["demo", "--serve"], "--serve needs --prometheus-port"),
         (["demo", "--layout", "flat"], "argument --layout: invalid choice: 'flat'"),
+        (["demo", "--otlp", "nonsense"], "endpoint='nonsense' is not an http(s) URL"),
         (
             ["view", "/nonexistent/dir"],
             "no telemetry in /nonexistent/dir: run `hookscope demo` first",
