@@ -7,6 +7,7 @@ denials are as easy to specify as the common paths.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -149,6 +150,23 @@ def succeeded_span(call_id: str) -> dict[str, Any]:
         },
         "events": [("hookscope.pre_tool_call", allowed), ("hookscope.post_tool_call", {})],
         "status": "UNSET",
+    }
+
+
+def interrupted_span(call_id: str, attributes: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+    return {
+        "name": "execute_tool get_weather",
+        "attributes": {
+            "gen_ai.agent.name": AGENT,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.name": "get_weather",
+            "hookscope.tool.outcome": "failed",
+            "openinference.span.kind": "TOOL",
+            **attributes,
+        },
+        "events": events,
+        "status": "ERROR",
     }
 
 
@@ -341,6 +359,63 @@ async def test_session_that_ends_mid_turn_fails_the_turn_not_the_session(
     assert tree(span_exporter) == [session_span([interrupted])]
 
 
+@pytest.mark.usefixtures("instrumentor")
+async def test_calls_in_flight_when_a_turn_is_cancelled_fail_with_the_cancellation(
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    # One call awaits its decision, one runs: neither was allowed-and-succeeded.
+    deciding, running, never = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    @hooks.pre_tool_call_decide
+    async def hold_the_decision(call: types.ToolCall) -> hooks.HookResult:
+        deciding.set()
+        await never.wait()
+        return hooks.HookResult(allow=True)
+
+    async def get_weather(city: str) -> str:
+        """Today's weather in a city, slowly."""
+        running.set()
+        await never.wait()
+        return "sunny"
+
+    harness = FakeHarness()
+    async with agent_on(harness, tools=[get_weather], hooks=[hold_the_decision]) as agent:
+
+        async def play() -> None:
+            pre_tool = {
+                "toolName": "get_weather",
+                "argumentsJson": '{"city": "Oslo"}',
+                "callId": "call_1",
+                "trajectoryId": "t1",
+                "stepIndex": 2,
+            }
+            request = {"requestId": "h1", "name": "PreTool", "type": "LIFECYCLE_HOOK_PRE_TOOL"}
+            harness.emit({"callHookRequest": {**request, "preToolArgs": pre_tool}})
+            await deciding.wait()
+            call = {"id": "call_2", "name": "get_weather", "argumentsJson": '{"city": "Rome"}'}
+            custom = {"toolCall": call}
+            harness.step(3, "ACTIVE", target="TARGET_ENVIRONMENT", customTool=custom)
+            harness.emit({"toolCall": {**custom["toolCall"], "trajectoryId": "t1"}})
+            await running.wait()
+            harness.trajectory("CANCELLED", error="halted by the user")
+
+        await turn(agent, harness, play)
+
+    cancelled = {"error.type": "AntigravityCancelledError"}
+    awaiting_decision = interrupted_span("call_1", cancelled, events=[])
+    allowed = {"hookscope.policy.decision": "allow", "hookscope.policy.outcome": "allowed"}
+    running_tool = interrupted_span(
+        "call_2", {**cancelled, **allowed}, events=[("hookscope.pre_tool_call", allowed)]
+    )
+    failed_turn = turn_span(
+        [awaiting_decision, running_tool],
+        outcome="failed",
+        error_type="AntigravityCancelledError",
+        events=[("hookscope.pre_turn", {"hookscope.turn.allowed": True})],
+    )
+    assert tree(span_exporter) == [session_span([failed_turn], tool_calls=2)]
+
+
 # --- keys ------------------------------------------------------------------------------------------
 
 
@@ -412,6 +487,43 @@ async def test_question_to_the_user_is_an_interaction_answered_by_the_hook(
             **answered,
         },
         "events": [("hookscope.interaction", answered)],
+        "status": "UNSET",
+    }
+    assert tree(span_exporter) == [session_span([turn_span([interaction])])]
+
+
+@hooks.on_interaction
+def answer_nothing(spec: types.AskQuestionInteractionSpec) -> types.QuestionHookResult:
+    return types.QuestionHookResult(responses=[])
+
+
+@pytest.mark.usefixtures("instrumentor")
+async def test_question_a_hook_answers_with_no_responses_is_unanswered(
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    # No answers answer nothing, as in HookRunner: the hook that returned them decided nothing.
+    harness = FakeHarness()
+    async with agent_on(harness, hooks=[answer_nothing]) as agent:
+
+        async def play() -> None:
+            question = {"multipleChoice": {"question": "Which city?", "choices": ["Oslo", "Rome"]}}
+            harness.step(1, "WAITING_FOR_USER", questionsRequest={"questions": [question]})
+            response = await harness.answer("question_response")
+            assert response.question_response.response.answers[0].unanswered
+            harness.answer_text(2, "Never mind.")
+            harness.trajectory("FULLY_IDLE")
+
+        await turn(agent, harness, play)
+
+    unanswered = {"hookscope.interaction.outcome": "unanswered"}
+    interaction = {
+        "name": f"interaction {AGENT}",
+        "attributes": {
+            "gen_ai.agent.name": AGENT,
+            "openinference.span.kind": "CHAIN",
+            **unanswered,
+        },
+        "events": [("hookscope.interaction", unanswered)],
         "status": "UNSET",
     }
     assert tree(span_exporter) == [session_span([turn_span([interaction])])]

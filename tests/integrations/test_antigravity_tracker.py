@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookscope.integrations._antigravity_state import Tracker, TurnInterrupted
+from hookscope.integrations._antigravity_dispatch import Dispatch
+from hookscope.integrations._antigravity_state import CallInterrupted, Tracker, TurnInterrupted
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
 from ..conftest import Recorder
@@ -136,11 +137,124 @@ def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None
 
     ended = recorder.named("scope_ended")
     assert ended == [
-        ("scope_ended", "OperationContext", None, None),
+        ("scope_ended", "OperationContext", None, "TurnInterrupted"),
         ("scope_ended", "TurnContext", "failed", "TurnInterrupted"),
         ("scope_ended", "SessionContext", "completed", None),
     ]
     assert "read the whole response" in str(TurnInterrupted())
+
+
+# --- calls in flight when their turn or session ends ------------------------------------------
+
+
+def test_an_undecided_call_at_turn_end_is_never_recorded_as_allowed(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    tracker.op(session, call_id="call_1", call=CALL)
+
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+
+    allow = HookResult()
+    assert recorder.calls == [
+        ("scope_started", "SessionContext"),
+        ("scope_started", "TurnContext"),
+        ("dispatch_started", "pre_turn"),
+        ("dispatch_finished", "pre_turn", allow, None),
+        ("scope_started", "OperationContext"),
+        ("dispatch_started", "pre_tool_call"),
+        ("scope_ended", "OperationContext", None, "RuntimeError"),
+        ("scope_ended", "TurnContext", "failed", "RuntimeError"),
+    ]
+
+
+def test_a_running_call_at_turn_end_ends_with_the_turns_error(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_started(op)
+
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+
+    assert recorder.named("scope_ended")[0] == (
+        "scope_ended",
+        "OperationContext",
+        None,
+        "RuntimeError",
+    )
+
+
+def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_started(op)
+
+    tracker.end_turn(session)
+
+    assert recorder.named("scope_ended")[0] == (
+        "scope_ended",
+        "OperationContext",
+        None,
+        "CallInterrupted",
+    )
+    assert str(CallInterrupted()) == "the turn ended before this tool call was decided or had run"
+
+
+def test_a_call_that_ran_ends_normally_with_its_turn(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.tool_returned(op, "sunny", hooks_pending=True)  # post_tool_call hooks never reported
+
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+
+    assert recorder.named("scope_ended")[0] == ("scope_ended", "OperationContext", None, None)
+
+
+def test_a_denied_call_ends_normally_with_its_turn(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.deny(op, HookResult.deny("no"), "rule")
+
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+
+    assert recorder.named("scope_ended")[0] == ("scope_ended", "OperationContext", None, None)
+
+
+def test_a_late_verdict_for_an_interrupted_call_is_ignored(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    tracker.start_turn(session, "hi")
+    op = tracker.op(session, call_id="call_1", call=CALL)
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    before = list(recorder.calls)
+
+    tracker.deny(op, HookResult.deny("too late"), "rule")
+    tracker.tool_returned(op, "sunny", hooks_pending=False)
+
+    assert recorder.calls == before
+
+
+def test_pre_turn_undecided_when_the_turn_fails_is_not_recorded_as_allowed(
+    recorder: Recorder,
+) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    session.has_hooks = lambda event: event == "pre_turn"  # the SDK's hooks decide it
+    tracker.start_turn(session, "hi")
+
+    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+
+    assert [c for c in recorder.calls if c[0] != "scope_started"] == [
+        ("dispatch_started", "pre_turn"),
+        ("scope_ended", "TurnContext", "failed", "RuntimeError"),
+    ]
 
 
 class Keep:
@@ -176,3 +290,19 @@ def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     tracker.tool_returned(op, "sunny", hooks_pending=False)
 
     assert [(r.call, r.value) for r in keep.data["post_tool_call"]] == [(CALL, "sunny")]
+
+
+def test_a_hook_that_gives_no_answers_decides_no_interaction(recorder: Recorder) -> None:
+    # As in HookRunner: an empty answer list answers nothing, so that hook stopped nothing.
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    op = tracker.interaction(session)
+    dispatch = Dispatch(tracker.notify, "on_interaction", op.context, [])
+
+    dispatch.hook_finished("answers_nothing", [], None, 0.0)
+    dispatch.finish(None)
+
+    assert recorder.named("dispatch_finished") == [
+        ("dispatch_finished", "pre_turn", HookResult(), None),
+        ("dispatch_finished", "on_interaction", None, None),
+    ]

@@ -89,6 +89,46 @@ async def test_positional_only_arguments_reach_the_tool_by_position(seen: Seen) 
     assert seen.calls == [ToolCall("shout", {"text": "hey", "times": 2})]
 
 
+def cat(path: str, *more: str) -> str:
+    """Join files."""
+    return "+".join((path, *more))
+
+
+def label(name: str, *values: int, **tags: str) -> str:
+    """Label values."""
+    return f"{name}{list(values)}{tags}"
+
+
+async def test_var_positional_arguments_reach_the_tool_by_position(seen: Seen) -> None:
+    runner = HookRunner(seen.hooks())
+    async with runner.session() as session, session.turn("hi") as turn:
+        value = wrap_tool(cat, turn)("a.txt", "b.txt", "c.txt")
+
+    assert value == "a.txt+b.txt+c.txt"
+    assert seen.calls == [ToolCall("cat", {"path": "a.txt", "more": ("b.txt", "c.txt")})]
+
+
+async def test_var_keyword_arguments_reach_the_tool_by_name(seen: Seen) -> None:
+    runner = HookRunner(seen.hooks())
+    async with runner.session() as session, session.turn("hi") as turn:
+        value = wrap_tool(label, turn)("n", 1, 2, colour="red")
+
+    assert value == "n[1, 2]{'colour': 'red'}"
+    assert seen.calls == [ToolCall("label", {"name": "n", "values": (1, 2), "colour": "red"})]
+
+
+async def test_arguments_a_hook_adds_reach_the_tools_var_keyword_parameter() -> None:
+    @hooks.pre_tool_call_decide
+    def add_size(call: ToolCall) -> HookResult:
+        return HookResult(modified_args={"size": "XL"})
+
+    runner = HookRunner([add_size])
+    async with runner.session() as session, session.turn("hi") as turn:
+        value = wrap_tool(label, turn)("n", 1)
+
+    assert value == "n[1]{'size': 'XL'}"
+
+
 async def test_denied_call_raises_tool_call_denied_with_the_message() -> None:
     runner = HookRunner([enforce([deny("lookup", name="no-weather", reason="offline")])])
     async with runner.session() as session, session.turn("hi") as turn:
@@ -169,6 +209,39 @@ async def test_sync_tool_whose_hook_suspends_raises_scope_error() -> None:
     async with runner.session() as session, session.turn("hi") as turn:
         with pytest.raises(ScopeError, match=r"make the tool or method async"):
             wrap_tool(shout, turn)("x")
+
+
+def timed_hook(ran: list[str]) -> Any:
+    @hooks.pre_tool_call_decide(timeout=5)
+    async def quick(call: ToolCall) -> None:
+        ran.append(call.name)
+
+    return quick
+
+
+async def test_sync_tool_with_a_timed_hook_raises_scope_error_naming_the_timeout() -> None:
+    runner = HookRunner([timed_hook([])])
+    async with runner.session() as session, session.turn("hi") as turn:
+        with pytest.raises(ScopeError) as raised:
+            wrap_tool(shout, turn)("x")
+
+    assert str(raised.value) == (
+        "a hook with a timeout ran while a synchronous tool or agent method was running: "
+        "hookscope runs such a hook under asyncio.wait_for, which suspends, and a synchronous "
+        "caller cannot wait; make the tool or method async (async def), or register the hook "
+        "without a timeout"
+    )
+
+
+async def test_sync_tool_with_a_timed_hook_leaves_no_hook_running() -> None:
+    ran: list[str] = []
+    runner = HookRunner([timed_hook(ran)])
+    async with runner.session() as session, session.turn("hi") as turn:
+        with pytest.raises(ScopeError):
+            wrap_tool(shout, turn)("x")
+        await asyncio.sleep(0)  # the task the timeout runs the hook in gets its turn now
+
+    assert ran == []
 
 
 async def test_each_call_outside_async_with_is_a_session_of_its_own(recorder: Recorder) -> None:

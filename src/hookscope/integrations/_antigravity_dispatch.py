@@ -125,6 +125,14 @@ class Dispatch:
         by = decided_by or self.decided_by
         self._notify("dispatch_finished", self.event, self.context, self.data, result, by)
 
+    def abandon(self) -> None:
+        """End the dispatch without a result: its scope closed before its hooks reported.
+
+        Observers are not told it finished, as a :class:`~hookscope.runner.HookRunner` does
+        not tell them when a dispatch is cancelled; later reports of it are ignored.
+        """
+        self.finished = True
+
     @contextmanager
     def running(self) -> Iterator[Dispatch]:
         """Let hook proxies in this task report to this dispatch."""
@@ -140,4 +148,6 @@ def _stops(event: HookEvent, result: Any) -> bool:
         return False
     if event in ("pre_turn", "pre_tool_call"):
         return isinstance(result, HookResult) and not result.allow
-    return event in ("on_tool_error", "on_interaction")
+    if event == "on_interaction":
+        return bool(result)  # no answers answer nothing, as in HookRunner
+    return event == "on_tool_error"

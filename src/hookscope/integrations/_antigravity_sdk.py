@@ -18,10 +18,11 @@ from google.antigravity.connections.local.local_connection_config import (  # ty
 from google.antigravity.hooks import hooks as ag_hooks  # type: ignore[import-untyped]
 from google.antigravity.hooks import policy as ag_policy
 
+from hookscope._rules import PolicyError, parse_target
 from hookscope.hooks import HookEvent
 from hookscope.integrations._antigravity_dispatch import DISPATCH
 from hookscope.integrations._antigravity_state import UNKNOWN_TOOL, RuleInfo, SessionState
-from hookscope.policy import Decision
+from hookscope.policy import _DECISION_RANK, Decision
 from hookscope.types import Answer, HookResult, Recovery, ToolCall, Usage
 
 __all__ = [
@@ -65,7 +66,6 @@ _SDK_DECISIONS: Final = {
     ag_policy.Decision.DENY: Decision.DENY,
     ag_policy.Decision.ASK_USER: Decision.ASK_USER,
 }
-_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
 # The harness reports a denied call as a step in an error state. Its text says a pre-tool check
 # denied it; a static rule without a reason is named in the message (`Denied by policy "x".`),
@@ -142,13 +142,22 @@ def answers_of(result: Any) -> list[Answer] | None:
 # --- policies ----------------------------------------------------------------------------
 
 
-def _bucket(target: str, decision: Decision) -> int:
-    scope = 2 if target == "*" else (1 if target.endswith("/*") else 0)
-    return scope * 3 + _RANK[decision]
+def _bucket(target: str, decision: Decision) -> int | None:
+    try:
+        tier, _, _ = parse_target(target)
+    except PolicyError:
+        # The SDK takes any string as a target; one hookscope rejects (a pattern such as
+        # ``run_*``) has no bucket of hookscope's to report.
+        return None
+    return tier * 3 + _DECISION_RANK[decision]
 
 
 def rule_of(policy: Any) -> RuleInfo:
-    """An SDK ``Policy`` as a :class:`RuleInfo` (same nine buckets as hookscope's)."""
+    """An SDK ``Policy`` as a :class:`RuleInfo` (same nine buckets as hookscope's).
+
+    The SDK orders its rules as hookscope does: exact targets, then ``server/*``, then ``*``;
+    deny, then ask-user, then allow within each.
+    """
     decision = _SDK_DECISIONS.get(policy.decision, Decision.DENY)
     dynamic = (policy.when is not None or decision is Decision.ASK_USER) and (
         policy.name != ag_policy.WORKSPACE_ONLY_POLICY_NAME

@@ -16,7 +16,6 @@ step index).
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Final, Literal, final
 
+from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
 from hookscope.integrations._antigravity_dispatch import Dispatch, Notifier, Scope
@@ -34,6 +34,7 @@ __all__ = [
     "HARNESS_POLICY",
     "POLICY_HOOK",
     "UNKNOWN_TOOL",
+    "CallInterrupted",
     "OpState",
     "RuleInfo",
     "SessionState",
@@ -61,7 +62,8 @@ class RuleInfo:
         name: The rule's name as the SDK and harness report it (``name or tool``).
         target: ``tool``, ``server/tool``, ``server/*`` or ``*``.
         decision: What the rule decides when it matches.
-        bucket: Its precedence bucket, 0 to 8 (hookscope's and the SDK's order).
+        bucket: Its precedence bucket, 0 to 8 (hookscope's and the SDK's order); ``None``
+            for a target hookscope cannot read (the SDK accepts any string).
         reason: The rule's deny reason, possibly empty.
         dynamic: Whether Python evaluates it (a ``when`` predicate or ask-user).
     """
@@ -69,7 +71,7 @@ class RuleInfo:
     name: str
     target: str
     decision: Decision
-    bucket: int
+    bucket: int | None
     reason: str
     dynamic: bool
 
@@ -79,6 +81,13 @@ class TurnInterrupted(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the session ended before the turn did; read the whole response first")
+
+
+class CallInterrupted(RuntimeError):
+    """Why a tool call failed when its turn ended, without an error, before the call did."""
+
+    def __init__(self) -> None:
+        super().__init__("the turn ended before this tool call was decided or had run")
 
 
 @final
@@ -120,8 +129,13 @@ class OpState:
 
     @property
     def decided(self) -> bool:
-        """Whether ``pre_tool_call`` has finished (allowed or denied)."""
+        """Whether ``pre_tool_call`` has finished (allowed, denied or abandoned)."""
         return self.pre is None or self.pre.finished
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether the call still awaits its decision or its tool's end."""
+        return not self.denied and self.outcome is None
 
 
 @final
@@ -240,16 +254,16 @@ class Tracker:
             return
         session.closed = True
         self._sessions.pop(id(session), None)
+        interruption = error or TurnInterrupted()
         if session.turn is not None:  # the session ended before the trajectory went idle
-            self.end_turn(session, error=error or TurnInterrupted(), outcome="failed")
+            self.end_turn(session, error=interruption, outcome="failed")
         for op in list(session.ops.values()):
-            self.close_op(session, op)
+            self.close_op(session, op, interruption)
         context = session.context
         if error is None:
             context.outcome = "completed"
         else:
-            cancelled = isinstance(error, (KeyboardInterrupt, asyncio.CancelledError))
-            context.outcome = "cancelled" if cancelled else "failed"
+            context.outcome = "cancelled" if is_cancellation(error) else "failed"
         if not session.end_reported:
             session.end_reported = True
             Dispatch(self.notify, "on_session_end", context, None).finish(None)
@@ -310,12 +324,15 @@ class Tracker:
             return
         session.turn = None
         if turn.pre_turn is not None:
-            turn.pre_turn.finish(_ALLOW)  # the SDK's pre_turn hooks never reported back
+            if error is None:  # the turn ran, though the SDK's pre_turn hooks never reported
+                turn.pre_turn.finish(_ALLOW)
+            else:  # it failed before they decided: no verdict to invent
+                turn.pre_turn.abandon()
         if outcome is None:
             outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
         for op in list(session.ops.values()):
             if op.scope.context.parent is turn.context:
-                self.close_op(session, op)
+                self.close_op(session, op, error)
         if outcome == "completed" and not turn.post_turn:
             self.post_turn(session, turn).finish(None)
         turn.context.outcome = outcome
@@ -380,7 +397,7 @@ class Tracker:
     def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
         """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
         self.allowed(op)
-        if op.outcome is not None:
+        if op.closed or op.outcome is not None:  # closed: its turn ended while it ran
             return
         duration = perf_counter() - op.run_started if op.run_started else 0.0
         op.outcome = Dispatch(
@@ -392,7 +409,7 @@ class Tracker:
     def tool_failed(self, op: OpState, error: BaseException, hooks_pending: bool) -> None:
         """The tool failed; ``on_tool_error`` ends now or when the SDK's error hooks ran."""
         self.allowed(op)
-        if op.outcome is not None:
+        if op.closed or op.outcome is not None:
             return
         op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
         if not hooks_pending:
@@ -404,14 +421,22 @@ class Tracker:
             op.outcome.finish(Recovery(value) if value else None)
 
     def close_op(
-        self, session: SessionState, op: OpState, error: BaseException | None = None
+        self, session: SessionState, op: OpState, interruption: BaseException | None = None
     ) -> None:
-        """The call's step is done: finish what is pending and close the scope."""
+        """Close the call's scope: its step is done, or its turn or session ended.
+
+        A call still in flight (undecided, or allowed but not yet returned) was interrupted:
+        its scope ends with ``interruption`` (the turn's or session's error; a
+        :class:`CallInterrupted` when there is none), and an undecided ``pre_tool_call`` is
+        abandoned, never finished as an allow. A call that ran or was denied ends normally.
+        """
         if op.closed:
             return
         op.closed = True
-        self.allowed(op)
-        if op.outcome is not None:
+        error = (interruption or CallInterrupted()) if op.in_flight else None
+        if op.pre is not None and not op.pre.finished:
+            op.pre.abandon()
+        if op.outcome is not None:  # the tool ran; the SDK's hooks never reported back
             op.outcome.finish(None)
         session.ops.pop(id(op), None)
         if op.call_id is not None and session.ops_by_call.get(op.call_id) is op:

@@ -118,14 +118,28 @@ def hooks(
 ) -> list[Any]:
     """Plain google-antigravity hooks that record hookscope telemetry, without patching.
 
-    Pass them in the agent's config: ``LocalAgentConfig(hooks=[*mine, *hooks("coder")])``.
-    Put them after your own hooks: the SDK stops a hook chain at the first verdict, and these
-    only observe.
+    Pass them in the agent's config, after your own hooks:
+    ``LocalAgentConfig(hooks=[*mine, *hooks("coder")])``.
 
-    No decide hook is included: registering one would change what the harness calls back
-    and would satisfy the SDK's check that write tools have a safety policy. Tool calls are
-    therefore recorded when they finish (without durations or policy decisions), and errors
-    as not recovered. Use :class:`AntigravityInstrumentor` for the full picture.
+    They hook session start and end, ``pre_turn``, ``post_turn``, ``post_tool_call`` and
+    ``on_tool_error``, so the harness calls back Python for each of those events. None of them
+    changes a verdict: the ``pre_turn`` hook, a decide hook to the SDK, always returns
+    ``HookResult(allow=True)``, and the ``on_tool_error`` hook returns ``None`` (no recovery).
+
+    Order matters where the SDK ends a chain early. It runs every session, ``post_turn`` and
+    ``post_tool_call`` hook, but ends ``pre_turn`` at the first hook that denies and
+    ``on_tool_error`` at the first that returns a value or raises; hooks after that point do
+    not run. After your hooks, these record nothing false but miss a turn your hook denied
+    and a call whose error your hook recovered (the harness does not pass a failed call to
+    ``post_tool_call`` hooks either). Before them, that turn is recorded as allowed (completed
+    when the next turn starts, failed if the session ends first) and that error as not
+    recovered.
+
+    No ``pre_tool_call`` decide hook is included: registering one would change what the
+    harness calls back and would satisfy the SDK's check that write tools have a safety
+    policy. Tool calls are therefore recorded when they finish, without durations and as
+    allowed by no rule; calls a policy denied are not recorded. Use
+    :class:`AntigravityInstrumentor` for the full picture.
 
     Args:
         agent_name: ``gen_ai.agent.name`` of the sessions (default ``"antigravity"``).

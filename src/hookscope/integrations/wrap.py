@@ -14,14 +14,16 @@ runs the whole tool lifecycle (``pre_tool_call`` → tool → ``post_tool_call``
 :class:`~hookscope.runner.TurnScope` given.
 
 Synchronous tools and agent methods are supported when the hooks do not suspend (the usual
-case: policies, OTelHook and synchronous hooks); a hook that really awaits something needs an
-async tool or method, and :class:`~hookscope.runner.ScopeError` says so.
+case: policies, OTelHook and synchronous hooks); a hook that really awaits something, or one
+with a ``timeout`` (it runs in a task of its own, so it always suspends), needs an async tool
+or method, and :class:`~hookscope.runner.ScopeError` says so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast, final
@@ -42,6 +44,8 @@ _CURRENT_TURN: Final[ContextVar[tuple[HookRunner, TurnScope] | None]] = ContextV
     "hookscope_current_turn", default=None
 )
 _AGENT_METHODS: Final = ("chat", "run")
+#: How a suspended runner coroutine shows a hook run under its ``timeout``.
+_WAIT_FOR_CODE: Final = asyncio.wait_for.__code__
 
 
 class ToolCallDenied(PermissionError):
@@ -70,16 +74,50 @@ def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:
 
     A synchronous tool or method cannot await the runner's coroutines; with the usual hooks
     they never suspend, so driving them by hand completes them in one step.
+
+    Raises:
+        ScopeError: a hook suspended; the message says whether its timeout made it.
     """
     try:
         coroutine.send(None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+    timed = _timed_hook_tasks(coroutine)
     coroutine.close()
+    if timed is None:
+        raise ScopeError(
+            "a hook awaited something while a synchronous tool or agent method was running, "
+            "which cannot wait; make the tool or method async (async def), or make the hook "
+            "synchronous"
+        )
+    for task in timed:
+        # Closing the dispatch does not stop the task asyncio.wait_for runs the hook in
+        # (Python < 3.12); cancel it, or the hook would run on, unobserved.
+        task.cancel()
     raise ScopeError(
-        "a hook awaited something while a synchronous tool or agent method was running, which "
-        "cannot wait; make the tool or method async (async def), or make the hook synchronous"
+        "a hook with a timeout ran while a synchronous tool or agent method was running: "
+        "hookscope runs such a hook under asyncio.wait_for, which suspends, and a synchronous "
+        "caller cannot wait; make the tool or method async (async def), or register the hook "
+        "without a timeout"
     )
+
+
+def _awaiting(coroutine: Coroutine[Any, Any, Any]) -> Iterator[Any]:
+    """The suspended ``coroutine`` and what it awaits, down to the innermost awaitable."""
+    awaited: Any = coroutine
+    while awaited is not None:
+        yield awaited
+        awaited = getattr(awaited, "cr_await", None)
+
+
+def _timed_hook_tasks(coroutine: Coroutine[Any, Any, Any]) -> list[asyncio.Task[Any]] | None:
+    """The tasks of a hook timeout ``coroutine`` is suspended in; ``None`` when it is not."""
+    waits = [a for a in _awaiting(coroutine) if getattr(a, "cr_code", None) is _WAIT_FOR_CODE]
+    if not waits:
+        return None
+    # Python < 3.12 runs the hook in a task it keeps as ``fut``; 3.12+ awaits it in place.
+    tasks = [a.cr_frame.f_locals.get("fut") for a in waits]
+    return [task for task in tasks if isinstance(task, asyncio.Task)]
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -100,21 +138,27 @@ def _call_args(
 
 
 def _invoker(fn: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
-    """Call ``fn`` with arguments by name, as :func:`_call_args` made them (maybe modified)."""
+    """Call ``fn`` with arguments by name, as :func:`_call_args` made them (maybe modified).
+
+    The names are bound back to the signature, so positional-only and ``*args`` values go by
+    position, the parameters before them too, and names no parameter has into ``**kwargs``.
+    """
     parameters = signature.parameters
+    var_keyword = next(
+        (p.name for p in parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD), None
+    )
 
     def invoke(**named: Any) -> Any:
-        positional: list[Any] = []
-        keywords: dict[str, Any] = {}
-        for name, value in named.items():
-            parameter = parameters.get(name)
-            if parameter is not None and parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-                positional.append(value)
-            elif parameter is not None and parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-                positional.extend(value)
-            else:
-                keywords[name] = value
-        return fn(*positional, **keywords)
+        bound = signature.bind_partial()
+        for name, parameter in parameters.items():  # in signature order, as bind() makes them
+            if parameter.kind is not inspect.Parameter.VAR_KEYWORD and name in named:
+                bound.arguments[name] = named[name]
+        extra = {name: value for name, value in named.items() if name not in bound.arguments}
+        if var_keyword is None:  # let the tool reject names it does not take, as it would
+            return fn(*bound.args, **bound.kwargs, **extra)
+        if extra:
+            bound.arguments[var_keyword] = extra
+        return fn(*bound.args, **bound.kwargs)
 
     return invoke
 
