@@ -547,3 +547,18 @@ def test_observing_the_same_observer_twice_is_refused(recorder: Recorder) -> Non
     runner = HookRunner([recorder])
     with pytest.raises(ValueError, match="is already observed by this runner"):
         runner.observe(recorder)
+
+
+def test_a_timed_hook_driven_without_an_event_loop_fails_closed_saying_why() -> None:
+    class Timed(Hook):
+        timeout = 1.0
+
+        async def pre_tool_call(self, context: Any, call: Any) -> None:
+            return None
+
+    dispatch = HookRunner([Timed()]).dispatch_pre_tool_call(OPERATION, ToolCall("t"))
+    with pytest.raises(StopIteration) as done:
+        dispatch.send(None)  # as a synchronous caller drives it: no loop, no task
+    result, _ = done.value.value
+    assert result.allow is False
+    assert "hook 'Timed' has a timeout, which needs a running event loop" in result.message

@@ -472,7 +472,13 @@ class HookRunner:
 async def _with_timeout(registration: _Registration, context: HookContext, data: Any) -> Any:
     timeout = registration.timeout
     assert timeout is not None
-    loop = asyncio.get_running_loop()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # driven without an event loop (a synchronous wrapped tool)
+        raise HookFailure(
+            f"hook {registration.name!r} has a timeout, which needs a running event loop; "
+            "call the tool from async code, or register the hook without a timeout"
+        ) from None
     deadline = loop.time() + timeout
     try:
         value = await asyncio.wait_for(registration.call(context, data), timeout)
