@@ -1,8 +1,9 @@
 """HookRunner: registration, the one dispatch loop, scopes and observers.
 
 Every lifecycle event goes through :meth:`HookRunner._dispatch`. What differs between events
-— when to stop, what a hook's return value means, what a failing hook means — is data: an
-:class:`Rule` attached to the event, never code at the call site.
+— when to stop, what a hook's return value means, what a failing hook means — is data: a rule
+attached to the event (:mod:`hookscope._events`), never code at the call site. The scopes an
+agent loop drives the runner through live in :mod:`hookscope._scopes`, re-exported here.
 
 Observers (``runner.observe(observer)``) are told of every dispatch, every hook's result and
 duration, and of every scope opening and closing; they cannot change anything. Telemetry is
@@ -17,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 from hookscope._events import RULES, Fold, HookFailure, HookTimeoutError, Rule
 from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
@@ -41,9 +42,6 @@ from hookscope.types import (
     ToolCall,
     ToolResult,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "DispatchObserver",
