@@ -30,7 +30,8 @@ _RESPONSE_ACTIONS: Final = frozenset(get_args(ResponseAction))
 
 @final
 class HookFailure(Exception):
-    """Why a hook counts as failed when it did not raise: a wrong return type.
+    """Why a hook counts as failed when it did not raise: a return value its event does not
+    accept, or a timeout that cannot run (no event loop).
 
     Observers receive it as ``error`` in ``hook_finished``; it never reaches the agent.
     """
