@@ -88,9 +88,7 @@ def binaries() -> None:
     except Unavailable as why:
         if in_ci():
             pytest.fail(f"CI must run these tests, but Prometheus cannot be installed: {why}")
-        pytest.skip(
-            f"outside CI, and Prometheus/Alertmanager are missing and not installable: {why}"
-        )
+        pytest.skip(f"outside CI, and Prometheus is missing and cannot be installed: {why}")
 
 
 def run(*argv: str | Path) -> str:
