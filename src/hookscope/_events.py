@@ -142,18 +142,24 @@ class _PreToolCallRule(_PreTurnRule):
         )
 
 
+def _check_decision(value: Any, kind: type[Any], actions: frozenset[str], builders: str) -> None:
+    if type(value) is not kind:
+        raise HookFailure(f"returned {type(value).__name__}, expected {kind.__name__} or None")
+    if value.action not in actions:  # an unknown verdict must neither proceed nor accept
+        raise HookFailure(
+            f"returned {kind.__name__}(action={value.action!r}); build it with "
+            f"{kind.__name__}{builders}"
+        )
+
+
 class _PreLlmRequestRule(Rule):
     kind = "decide"
     default = RequestDecision.proceed()
 
     def step(self, fold: Fold, value: Any) -> bool:
-        if type(value) is not RequestDecision:
-            raise HookFailure(f"returned {type(value).__name__}, expected RequestDecision or None")
-        if value.action not in _REQUEST_ACTIONS:  # an unknown verdict must not proceed
-            raise HookFailure(
-                f"returned RequestDecision(action={value.action!r}); build it with "
-                "RequestDecision.proceed(), .modify() or .block()"
-            )
+        _check_decision(
+            value, RequestDecision, _REQUEST_ACTIONS, ".proceed(), .modify() or .block()"
+        )
         if value.action == "block":
             fold.result = value
             return True
@@ -178,13 +184,12 @@ class _OnLlmResponseRule(Rule):
     default = ResponseDecision.accept()
 
     def step(self, fold: Fold, value: Any) -> bool:
-        if type(value) is not ResponseDecision:
-            raise HookFailure(f"returned {type(value).__name__}, expected ResponseDecision or None")
-        if value.action not in _RESPONSE_ACTIONS:  # an unknown verdict must not accept
-            raise HookFailure(
-                f"returned ResponseDecision(action={value.action!r}); build it with "
-                "ResponseDecision.accept(), .block() or .retry_with_feedback()"
-            )
+        _check_decision(
+            value,
+            ResponseDecision,
+            _RESPONSE_ACTIONS,
+            ".accept(), .block() or .retry_with_feedback()",
+        )
         if value.action != "accept":
             fold.result = value
             return True
