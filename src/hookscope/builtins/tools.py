@@ -1,0 +1,301 @@
+"""Tool-call hooks: allow all, tiers, retry loops, slow calls, error recovery (seeds 000 to 003)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from time import perf_counter
+from types import MappingProxyType
+from typing import Any, Final, Literal, final, get_args
+
+from opentelemetry import trace
+
+from hookscope.builtins._compat import TIERS_KEY, ask
+from hookscope.builtins._options import positive_int, positive_number, state_key, state_of
+from hookscope.context import OperationContext, SessionContext
+from hookscope.hooks import Hook
+from hookscope.types import HookResult, Recovery, ToolCall, ToolResult
+
+__all__ = ["AllowAll", "RecoverErrors", "RetryLoopDetector", "SlowToolWarning", "ToolTiers"]
+
+logger = logging.getLogger("hookscope.builtins")
+
+Tier = Literal["observe", "confirm"]
+_TIERS: Final = frozenset(get_args(Tier))
+_ALLOW: Final = HookResult()
+
+#: Span event and attributes of :class:`SlowToolWarning` (DESIGN §8).
+SLOW_TOOL_EVENT: Final = "hookscope.slow_tool"
+_TOOL_NAME: Final = "gen_ai.tool.name"
+_DURATION: Final = "hookscope.tool.duration_s"
+_THRESHOLD: Final = "hookscope.slow_tool.threshold_s"
+
+
+class AllowAll(Hook):
+    """Allows every tool call (seed 003's ``AllowAllHooks``).
+
+    Useful to say so explicitly, in a config file or next to hooks that only observe; a later
+    hook that denies still denies.
+
+    Example::
+
+        runner = HookRunner([AllowAll()])
+    """
+
+    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
+        """Allow."""
+        return _ALLOW
+
+
+class ToolTiers(Hook):
+    """Allows ``observe``-tier tools and asks the user to confirm ``confirm``-tier ones.
+
+    Seed 003's ``DefaultHooks``: side-effecting tools never run unconfirmed. A tool is looked
+    up by its qualified name (``server/tool``), then by its name; unknown tools get
+    ``default``. The confirmation goes through ``on_interaction`` (see ``HookResult.ask``): an
+    ``allow`` answer runs the call, anything else denies it. The table is also stored in each
+    session's context under ``hookscope.matching.TIERS_KEY`` so matchers' ``tiers`` use it.
+
+    Args:
+        tiers: Tool name → ``"observe"`` or ``"confirm"``.
+        default: The tier of tools ``tiers`` does not name.
+
+    Example::
+
+        runner = HookRunner([
+            ToolTiers({"view_file": "observe", "grep_search": "observe"}, default="confirm"),
+            AutoAnswer(lambda q: "allow" if q.kind == "confirm" and ok(q) else None),
+        ])
+    """
+
+    def __init__(self, tiers: Mapping[str, Tier], default: Tier = "confirm") -> None:
+        if not isinstance(tiers, Mapping):
+            raise ValueError(
+                f"ToolTiers: tiers must be a mapping of tool name to 'observe' or 'confirm', "
+                f"got {type(tiers).__name__}; e.g. ToolTiers({{'view_file': 'observe'}})"
+            )
+        for name, tier in tiers.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"ToolTiers: tiers has key {name!r}; tool names are non-empty str")
+            if tier not in _TIERS:
+                raise ValueError(
+                    f"ToolTiers: tiers[{name!r}] is {tier!r}; use 'observe' (runs) or "
+                    "'confirm' (asks the user first)"
+                )
+        if default not in _TIERS:
+            raise ValueError(
+                f"ToolTiers: default is {default!r}; use 'observe' or 'confirm' (the tier of "
+                "tools the table does not name)"
+            )
+        self.default: Tier = default
+        self.tiers: Mapping[str, Tier] = MappingProxyType(dict(tiers))
+        # What matchers read: the table plus its default under "*" (DESIGN §7).
+        self._table: Mapping[str, str] = MappingProxyType({**self.tiers, "*": default})
+
+    def tier_of(self, call: ToolCall) -> Tier:
+        """The tier of ``call``'s tool."""
+        tiers = self.tiers
+        if call.server is not None:
+            tier = tiers.get(call.qualified_name)
+            if tier is not None:
+                return tier
+        return tiers.get(call.name, self.default)
+
+    def on_session_start(self, context: SessionContext) -> None:
+        """Publish the tier table to the session's matchers."""
+        context.set(TIERS_KEY, self._table)
+
+    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
+        """Allow an observe-tier call; ask about a confirm-tier one."""
+        if self.tier_of(call) == "observe":
+            return None
+        return ask(f"Confirm {call.qualified_name}? It is a confirm-tier tool.")
+
+
+def _fingerprint(call: ToolCall) -> str:
+    """The call's tool and arguments, by value: key order does not matter, nesting does."""
+    try:
+        args = json.dumps(call.args, sort_keys=True, default=repr, separators=(",", ":"))
+    except (TypeError, ValueError):  # keys JSON cannot sort (mixed types): fall back to repr
+        args = repr(sorted((repr(k), repr(v)) for k, v in call.args.items()))
+    return f"{call.qualified_name}\0{args}"
+
+
+class RetryLoopDetector(Hook):
+    """Denies the ``max_repeats``-th identical tool call in a turn, and every one after it.
+
+    Identical means the same tool with equal arguments (compared by value: key order does not
+    matter, nested values do). Counts start afresh each turn (seed 002's retry detector): an
+    agent stuck calling the same thing gets a message telling it why, instead of looping.
+
+    Args:
+        max_repeats: The repeat that is denied (3: the first two run, the third is denied).
+
+    Example::
+
+        runner = HookRunner([RetryLoopDetector(max_repeats=3)])
+    """
+
+    def __init__(self, max_repeats: int = 3) -> None:
+        self.max_repeats = positive_int(
+            "RetryLoopDetector",
+            "max_repeats",
+            max_repeats,
+            "the identical call in a turn that is denied",
+        )
+        if self.max_repeats < 2:
+            raise ValueError(
+                "RetryLoopDetector: max_repeats must be at least 2 (1 would deny every call), "
+                f"got {max_repeats!r}; e.g. RetryLoopDetector(max_repeats=3)"
+            )
+        self._key = state_key(self)
+
+    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
+        """Count the call in its turn; deny it when it repeats ``max_repeats`` times."""
+        counts: dict[str, int] = state_of(context.turn, self._key, dict)
+        key = _fingerprint(call)
+        seen = counts.get(key, 0) + 1
+        counts[key] = seen
+        if seen < self.max_repeats:
+            return None
+        return HookResult.deny(
+            f"retry loop: {call.qualified_name} was called {seen} times with the same arguments "
+            "in this turn (RetryLoopDetector); change the arguments or try another approach"
+        )
+
+
+@final
+class _Started:
+    __slots__ = ("at",)
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+
+class SlowToolWarning(Hook):
+    """Logs a tool call that took ``threshold_s`` or longer and marks its span.
+
+    The mark is a span event ``hookscope.slow_tool`` (``gen_ai.tool.name``,
+    ``hookscope.tool.duration_s``, ``hookscope.slow_tool.threshold_s``) on the span current
+    while tool hooks run: the tool's span under ``OTelHook``. A call that returned is timed by
+    the runner; one that raised is timed from this hook's ``pre_tool_call``.
+
+    Args:
+        threshold_s: Seconds from which a call counts as slow.
+        logger: Logger name for the warning.
+
+    Example::
+
+        runner = HookRunner([OTelHook(), SlowToolWarning(threshold_s=5)])
+    """
+
+    def __init__(self, threshold_s: float, *, logger: str = "hookscope.builtins") -> None:
+        self.threshold_s = positive_number(
+            "SlowToolWarning", "threshold_s", threshold_s, "seconds from which a call is slow"
+        )
+        if not isinstance(logger, str) or not logger:
+            raise ValueError(f"SlowToolWarning: logger must be a logger name, got {logger!r}")
+        self.logger = logging.getLogger(logger)
+        self._key = state_key(self)
+
+    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> None:
+        """Note when the call started (for calls that raise)."""
+        context.set(self._key, _Started(perf_counter()))
+
+    def post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
+        """Warn when the call was slow."""
+        if result.duration_s >= self.threshold_s:
+            self._warn(result.call, result.duration_s, "returned")
+
+    def on_tool_error(self, context: OperationContext, error: Exception) -> None:
+        """Warn when the call was slow before it raised."""
+        started = context.get(self._key)
+        if not isinstance(started, _Started) or context.call is None:
+            return
+        duration = perf_counter() - started.at
+        if duration >= self.threshold_s:
+            self._warn(context.call, duration, f"raised {type(error).__name__}")
+
+    def _warn(self, call: ToolCall, duration: float, how: str) -> None:
+        name = call.qualified_name
+        self.logger.warning(
+            "slow tool call: %s %s after %.3fs (threshold %gs)",
+            name,
+            how,
+            duration,
+            self.threshold_s,
+        )
+        trace.get_current_span().add_event(
+            SLOW_TOOL_EVENT,
+            {_TOOL_NAME: name, _DURATION: duration, _THRESHOLD: self.threshold_s},
+        )
+
+
+class RecoverErrors(Hook):
+    """Recovers tool calls that raise one of ``errors`` with a fixed value (seed 000).
+
+    Other exceptions propagate as usual. Each recovery gets its own deep copy of ``value``, so
+    an agent that changes one cannot change the next.
+
+    Args:
+        errors: An exception class or classes to recover (subclasses included).
+        value: What the agent receives instead of the exception.
+        message: A note recorded with the recovery (not shown to the model).
+
+    Example::
+
+        runner = HookRunner([RecoverErrors(errors=(TimeoutError,), value={"status": 504})])
+    """
+
+    def __init__(
+        self,
+        errors: type[Exception] | Iterable[type[Exception]] = (TimeoutError,),
+        *,
+        value: Any = None,
+        message: str = "",
+    ) -> None:
+        classes = (errors,) if isinstance(errors, type) else tuple(_iterable(errors))
+        if not classes:
+            raise ValueError(
+                "RecoverErrors: errors is empty; name the exception classes to recover, "
+                "e.g. RecoverErrors(errors=(TimeoutError, ConnectionError))"
+            )
+        for cls in classes:
+            if not isinstance(cls, type) or not issubclass(cls, Exception):
+                raise ValueError(
+                    f"RecoverErrors: errors holds {cls!r}; list Exception subclasses such as "
+                    "TimeoutError (cancellation and KeyboardInterrupt are never recovered)"
+                )
+        if not isinstance(message, str):
+            raise ValueError(f"RecoverErrors: message must be a str, got {message!r}")
+        try:
+            copy.deepcopy(value)
+        except Exception as error:
+            raise ValueError(
+                f"RecoverErrors: value cannot be copied ({type(error).__name__}); pass plain "
+                "data (str, numbers, lists, dicts)"
+            ) from None
+        self.errors: tuple[type[Exception], ...] = classes
+        self.value = value
+        self.message = message or f"recovered by RecoverErrors from {_names(classes)}"
+
+    def on_tool_error(self, context: OperationContext, error: Exception) -> Recovery | None:
+        """Recover ``error`` when it is one of ``errors``."""
+        if isinstance(error, self.errors):
+            return Recovery(copy.deepcopy(self.value), self.message)
+        return None
+
+
+def _iterable(errors: object) -> Iterable[Any]:
+    if isinstance(errors, (str, bytes)) or not isinstance(errors, Iterable):
+        raise ValueError(
+            f"RecoverErrors: errors must be an exception class or a tuple of them, got "
+            f"{errors!r}; e.g. RecoverErrors(errors=(TimeoutError,))"
+        )
+    return errors
+
+
+def _names(classes: tuple[type[Exception], ...]) -> str:
+    return ", ".join(cls.__name__ for cls in classes)
