@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from pathlib import PurePath
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from hookscope.builtins import (
     TurnLimit,
     TurnRateLimit,
 )
-from hookscope.builtins._compat import TIERS_KEY
+from hookscope.matching import TIERS_KEY
 from hookscope.runner import HookRunner
 from hookscope.telemetry import OTelHook
 from hookscope.types import (
@@ -275,12 +276,14 @@ async def test_retry_loop_detector_counts_parallel_calls_of_one_turn_together() 
 
 async def test_retry_loop_detector_compares_unusual_values_without_failing() -> None:
     runner = HookRunner([RetryLoopDetector(max_repeats=2)])
-    marker = object()
     async with runner.session() as session, session.turn("go") as turn:
-        first = await turn.call_tool(ToolCall("t", {"when": marker, "k": {1, 2}}), ok)
-        second = await turn.call_tool(ToolCall("t", {"k": {1, 2}, "when": marker}), ok)
+        first = await turn.call_tool(ToolCall("t", {"at": PurePath("/a"), "k": {1, 2}}), ok)
+        second = await turn.call_tool(ToolCall("t", {"k": {2, 1}, "at": PurePath("/a")}), ok)
+        opaque = [await turn.call_tool(ToolCall("u", {"o": object()}), ok) for _ in range(2)]
     assert first.allowed
     assert not second.allowed
+    # Objects without a value repr are copied per call (frozen args): never equal.
+    assert [o.allowed for o in opaque] == [True, True]
 
 
 async def test_recover_errors_recovers_listed_types_with_a_fresh_copy() -> None:

@@ -14,13 +14,12 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any, Final, final
 
-from hookscope.builtins._compat import HookscopeError
 from hookscope.builtins._options import positive_int, state_key
 from hookscope.builtins._redact import redact
 from hookscope.context import HookContext, OperationContext
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver
-from hookscope.types import HookResult, Recovery, ToolCall
+from hookscope.types import HookResult, HookscopeError, Recovery, ToolCall
 
 __all__ = ["DEFAULT_MAX_BYTES", "AuditLog", "AuditLogError"]
 
@@ -31,7 +30,7 @@ DEFAULT_MAX_BYTES: Final = 16 * 1024 * 1024
 _TOOL_EVENTS: Final = frozenset({"pre_tool_call", "post_tool_call", "on_tool_error"})
 
 
-class AuditLogError(HookscopeError, OSError):  # type: ignore[misc, unused-ignore]
+class AuditLogError(HookscopeError, OSError):
     """The audit file cannot be opened for appending (raised when the AuditLog is built)."""
 
     __module__ = "hookscope.builtins"

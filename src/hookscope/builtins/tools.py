@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from time import perf_counter
@@ -12,10 +11,10 @@ from typing import Any, Final, Literal, final, get_args
 
 from opentelemetry import trace
 
-from hookscope.builtins._compat import TIERS_KEY, ask
 from hookscope.builtins._options import positive_int, positive_number, state_key, state_of
 from hookscope.context import OperationContext, SessionContext
 from hookscope.hooks import Hook
+from hookscope.matching import TIERS_KEY
 from hookscope.types import HookResult, Recovery, ToolCall, ToolResult
 
 __all__ = ["AllowAll", "RecoverErrors", "RetryLoopDetector", "SlowToolWarning", "ToolTiers"]
@@ -111,16 +110,29 @@ class ToolTiers(Hook):
         """Allow an observe-tier call; ask about a confirm-tier one."""
         if self.tier_of(call) == "observe":
             return None
-        return ask(f"Confirm {call.qualified_name}? It is a confirm-tier tool.")
+        return HookResult.ask(f"Confirm {call.qualified_name}? It is a confirm-tier tool.")
 
 
-def _fingerprint(call: ToolCall) -> str:
+def _fingerprint(call: ToolCall) -> tuple[str, Any]:
     """The call's tool and arguments, by value: key order does not matter, nesting does."""
-    try:
-        args = json.dumps(call.args, sort_keys=True, default=repr, separators=(",", ":"))
-    except (TypeError, ValueError):  # keys JSON cannot sort (mixed types): fall back to repr
-        args = repr(sorted((repr(k), repr(v)) for k, v in call.args.items()))
-    return f"{call.qualified_name}\0{args}"
+    return (call.qualified_name, _canonical(call.args, 0))
+
+
+def _canonical(value: Any, depth: int) -> Any:
+    """A hashable stand-in for ``value`` that compares equal exactly when values do."""
+    if value is None or isinstance(value, (str, int, float, bool, bytes)):
+        return value
+    if depth > 20:
+        return repr(value)
+    depth += 1
+    if isinstance(value, Mapping):  # dicts and the read-only proxies the runner hands out
+        items = [(repr(key), _canonical(item, depth)) for key, item in value.items()]
+        return ("map", tuple(sorted(items, key=lambda pair: pair[0])))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_canonical(item, depth) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(_canonical(item, depth)) for item in value)))
+    return ("obj", repr(value))
 
 
 class RetryLoopDetector(Hook):
@@ -154,7 +166,7 @@ class RetryLoopDetector(Hook):
 
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Count the call in its turn; deny it when it repeats ``max_repeats`` times."""
-        counts: dict[str, int] = state_of(context.turn, self._key, dict)
+        counts: dict[tuple[str, Any], int] = state_of(context.turn, self._key, dict)
         key = _fingerprint(call)
         seen = counts.get(key, 0) + 1
         counts[key] = seen
