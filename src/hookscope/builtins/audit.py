@@ -151,9 +151,10 @@ class AuditLog(DispatchObserver):
     final verdict wherever it stands. Each line holds ``time`` (UTC, ISO 8601),
     ``session_id``, ``agent_name``, ``turn_index``, ``call_id``, ``tool``, ``server``,
     ``outcome`` (``succeeded``, ``failed``, ``recovered``, ``denied``, ``cancelled``),
-    ``decided_by`` (the hook that denied or recovered), the policy's ``decision``, ``rule`` and
-    ``bucket`` when one decided, ``asked_user``/``user_approved`` for confirmations,
-    ``message`` (the denial or recovery note), ``error_type``, ``duration_s`` (the whole call,
+    ``decided_by`` (the hook that denied the call, or asked the user about it), the policy's
+    ``decision``, ``rule`` and ``bucket`` when one decided, ``asked_user``/``user_approved``
+    for confirmations, ``recovered_by`` (the hook that recovered a failed call), ``message``
+    (the denial, confirmation or recovery note), ``error_type``, ``duration_s`` (the whole call,
     hooks included) and ``args`` (the effective arguments; values under secret-looking keys
     such as ``token`` or ``password`` are ``[REDACTED]``; other objects show only their type).
 
@@ -293,11 +294,12 @@ class AuditLog(DispatchObserver):
             if decision.asked_user:
                 entry["asked_user"] = True
                 entry["user_approved"] = decision.user_approved
-        if verdict is not None and not verdict.allow:
+        if verdict is not None and (not verdict.allow or record.decided_by is not None):
+            # Denied, or allowed once the user confirmed: the deciding (asking) hook and why.
             entry["decided_by"] = record.decided_by
             entry["message"] = verdict.message
-        elif record.recovery is not None:
-            entry["decided_by"] = record.recovered_by
+        if record.recovery is not None:
+            entry["recovered_by"] = record.recovered_by
             entry["message"] = record.recovery.message
         failure = record.error if record.error is not None else error
         if failure is not None:
