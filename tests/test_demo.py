@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -160,6 +161,9 @@ def test_console_script_runs_the_demo(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "session demo-2-0000" in run.stdout
     assert (tmp_path / ".hookscope" / "traces.jsonl").stat().st_size > 0
+    audit = (tmp_path / ".hookscope" / "audit.jsonl").read_text().splitlines()
+    assert len(audit) >= 10
+    assert {json.loads(line)["session_id"] for line in audit} == {"demo-2-0000"}
 
 
 def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> None:

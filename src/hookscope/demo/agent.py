@@ -5,8 +5,10 @@ script, so a seed always yields the same sessions. Between them, the sessions ex
 lifecycle point: file tools inside the workspace, shell commands that policies deny
 (``rm -rf``, ``sudo``) or ask about and approve, a write outside the workspace that
 ``workspace_only`` denies, MCP tools governed by ``server/*`` rules, a flaky network tool whose
-timeouts a hook recovers, parallel calls, a question a hook answers, context compaction, a
-rate-limit hook that blocks a turn, and token usage on every response.
+timeouts a hook recovers, parallel calls, a question a hook answers, context compaction with a
+hook-supplied summary, a turn limit that blocks a turn, and token usage on every response.
+Wherever a ready-made hook fits (:mod:`hookscope.builtins`: ``TurnLimit``, ``RecoverErrors``,
+``AutoAnswer``, ``AuditLog``) the demo uses it rather than a private copy.
 
 Nothing here runs a real command or touches the network: tools are simulated.
 """
@@ -21,22 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from hookscope import policy
-from hookscope.context import OperationContext, TurnContext
+from hookscope.builtins import AuditLog, AutoAnswer, RecoverErrors, TurnLimit
+from hookscope.context import TurnContext
 from hookscope.hooks import Hook
 from hookscope.runner import HookRunner, TurnScope
 from hookscope.types import (
-    Answer,
     ChatResponse,
-    HookResult,
     LlmRequest,
     LlmResponse,
     Question,
-    Recovery,
     ToolCall,
     Usage,
 )
 
-__all__ = ["DemoAgent", "DemoResult", "demo_policies"]
+__all__ = ["DemoAgent", "DemoResult", "demo_hooks", "demo_policies"]
 
 MODEL = "scripted-coder-1"
 AGENT = "demo-coder"
@@ -78,29 +78,30 @@ def demo_policies(workspace: Path) -> list[Any]:
     ]
 
 
-class RecoverTimeouts(Hook):
-    """Turns a network timeout into the last good (cached) response; other errors stay."""
-
-    def on_tool_error(self, context: OperationContext, error: Exception) -> Recovery | None:
-        if isinstance(error, TimeoutError):
-            return Recovery({"status": 200, "body": "(cached) API docs"}, "served from cache")
-        return None
+#: The team's standing answers to the agent's questions.
+ANSWERS = {"Open a pull request?": "yes"}
+#: What the agent gets when a docs fetch times out: the last good (cached) response.
+CACHED_DOCS = {"status": 200, "body": "(cached) API docs"}
 
 
-class AutoAnswer(Hook):
-    """Answers the agent's questions the way the team's defaults say."""
+class SummarizeFromNotes(Hook):
+    """Supplies the compaction summary: the turn's prompt and how many messages it folds."""
 
-    def on_interaction(self, context: OperationContext, questions: Any) -> list[Answer]:
-        return [Answer("yes", q.id) for q in questions]
+    def pre_compaction(self, context: TurnContext, messages: Sequence[Any]) -> str | None:
+        return f"{len(messages)} messages so far; working on: {context.prompt}"
 
 
-class TurnBudget(Hook):
-    """A rate limit: at most ``MAX_TURNS`` turns per session."""
-
-    def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult | None:
-        if context.turn_index >= MAX_TURNS:
-            return HookResult.deny(f"turn budget exhausted ({MAX_TURNS} turns per session)")
-        return None
+def demo_hooks(audit_log: Path | None = None) -> list[object]:
+    """The hooks the demo agent runs with, after the policy; most are ready-made ones."""
+    hooks: list[object] = [
+        RecoverErrors(errors=(TimeoutError,), value=CACHED_DOCS, message="served from cache"),
+        AutoAnswer(ANSWERS),
+        TurnLimit(max_turns=MAX_TURNS),
+        SummarizeFromNotes(),
+    ]
+    if audit_log is not None:
+        hooks.insert(0, AuditLog(audit_log))
+    return hooks
 
 
 @dataclass
@@ -184,18 +185,24 @@ class DemoAgent:
         workspace: The directory the agent may work in; seeded with a small project.
         hooks: Extra hooks and observers (``OTelHook``) registered before the demo's own.
         seed: Makes every session's script (and its simulated latencies) reproducible.
+        audit_log: Where :class:`~hookscope.builtins.AuditLog` writes one JSON line per tool
+            call; no audit log when ``None``.
     """
 
-    def __init__(self, workspace: Path, hooks: Iterable[object] = (), seed: int = 0) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        hooks: Iterable[object] = (),
+        seed: int = 0,
+        audit_log: Path | None = None,
+    ) -> None:
         self.workspace = workspace.resolve()
         self.seed = seed
         self.runner = HookRunner(
             [
                 *hooks,
                 policy.enforce(demo_policies(self.workspace), mcp_servers=[MCP_SERVER]),
-                RecoverTimeouts(),
-                AutoAnswer(),
-                TurnBudget(),
+                *demo_hooks(audit_log),
             ]
         )
 
@@ -238,9 +245,11 @@ class DemoAgent:
                         )
                         values.append([a.text for a in answers or ()])
                     if context_tokens > COMPACT_AFTER_TOKENS:
-                        await turn.compact(
-                            f"summary of {turn_index + 1} turns, {context_tokens} tokens"
-                        )
+                        history = [
+                            {"role": "user", "content": p} for p in prompts[: turn_index + 1]
+                        ]
+                        summary = await turn.summarize(history)
+                        await turn.compact(summary or f"summary of {turn_index + 1} turns")
                         context_tokens //= 4
                     turn.respond(ChatResponse(f"Done: {prompt.lower()}.", MODEL, usage))
 

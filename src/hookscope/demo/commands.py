@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rich.console import Console
 from rich.progress import Progress
 
+from hookscope.builtins import AuditLogError
 from hookscope.demo.agent import DemoAgent
 from hookscope.demo.timeline import (
     render,
@@ -95,7 +96,11 @@ def run_demo(args: argparse.Namespace) -> int:
     hook = OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=args.layout)
     try:
         with tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace:
-            agent = DemoAgent(Path(workspace), hooks=[hook], seed=args.seed)
+            audit_log = Path(args.directory) / "audit.jsonl"
+            try:
+                agent = DemoAgent(Path(workspace), [hook], args.seed, audit_log=audit_log)
+            except AuditLogError as error:  # an unwritable --directory, with --otlp
+                raise CommandError(str(error)) from None
             with Progress(console=console, transient=True, disable=args.sessions < 2) as progress:
                 task = progress.add_task("sessions", total=args.sessions)
                 asyncio.run(agent.run(args.sessions, lambda _: progress.advance(task)))
@@ -114,6 +119,7 @@ def run_demo(args: argparse.Namespace) -> int:
                 f"telemetry written to {Path(args.directory) / TRACES_FILE} (and metrics); "
                 f"look again with: hookscope view {args.directory}"
             )
+        console.print(f"audit log (one JSON line per tool call): {audit_log}")
         if server is not None:
             console.print(f"metrics at http://127.0.0.1:{args.prometheus_port}/metrics")
             if args.serve:
