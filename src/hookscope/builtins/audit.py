@@ -9,7 +9,9 @@ import logging
 import os
 import re
 import threading
-from datetime import datetime, timezone
+import time
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Final, final
@@ -118,6 +120,42 @@ class _Lines:
                 self._fd = -1
 
 
+def _json_encoder() -> Callable[[dict[str, Any]], str]:
+    """A JSON encoder built once (``json.dumps`` builds a new C encoder on every call)."""
+
+    def unknown(value: object) -> str:  # redact() leaves none; never a repr, just in case
+        return f"<{type(value).__name__}>"
+
+    if c_make_encoder is None:  # pragma: no cover - interpreters without the C accelerator
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=unknown)
+        return encoder.encode
+    # No circular-reference markers: redact() returns fresh, acyclic, depth-bounded data.
+    encode = c_make_encoder(None, unknown, encode_basestring, None, ":", ",", False, False, True)
+    return lambda entry: "".join(encode(entry, 0))
+
+
+_encode: Final = _json_encoder()
+
+
+@final
+class _Clock:
+    """UTC timestamps in ISO 8601, formatting the seconds part once per second."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:  # racing threads both format it: same result, no harm
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second
+        return f"{self._prefix}.{int((now - second) * 1e6):06d}+00:00"
+
+
 @final
 class _Call:
     """What one tool call's dispatches told the audit log so far."""
@@ -203,6 +241,7 @@ class AuditLog(DispatchObserver):
             ) from error
         self._key = state_key(self)
         self._failed_lines = 0
+        self._clock = _Clock()
 
     @property
     def failed_lines(self) -> int:
@@ -275,7 +314,7 @@ class AuditLog(DispatchObserver):
         call = record.call or context.call
         verdict = record.verdict
         entry: dict[str, Any] = {
-            "time": datetime.now(timezone.utc).isoformat(),
+            "time": self._clock.now(),
             "session_id": context.session_id,
             "agent_name": context.agent_name,
             "turn_index": context.turn_index,
@@ -307,7 +346,7 @@ class AuditLog(DispatchObserver):
         entry["duration_s"] = round(perf_counter() - record.started, 6)
         if self.include_args and call is not None:
             entry["args"] = redact(call.args)
-        return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return (_encode(entry) + "\n").encode()
 
 
 def _outcome(record: _Call, error: BaseException | None) -> str:

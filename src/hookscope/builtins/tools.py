@@ -23,7 +23,6 @@ logger = logging.getLogger("hookscope.builtins")
 
 Tier = Literal["observe", "confirm"]
 _TIERS: Final = frozenset(get_args(Tier))
-_ALLOW: Final = HookResult()
 
 #: Span event and attributes of :class:`SlowToolWarning` (DESIGN §8).
 SLOW_TOOL_EVENT: Final = "hookscope.slow_tool"
@@ -35,17 +34,18 @@ _THRESHOLD: Final = "hookscope.slow_tool.threshold_s"
 class AllowAll(Hook):
     """Allows every tool call (seed 003's ``AllowAllHooks``).
 
-    Useful to say so explicitly, in a config file or next to hooks that only observe; a later
-    hook that denies still denies.
+    Useful to say so explicitly, in a config file or in place of a confirming hook such as
+    :class:`ToolTiers`; a later hook that denies still denies. It answers ``None``, the
+    runner's plain allow (and its cheapest path).
 
     Example::
 
         runner = HookRunner([AllowAll()])
     """
 
-    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
+    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Allow."""
-        return _ALLOW
+        return None
 
 
 class ToolTiers(Hook):
