@@ -241,6 +241,7 @@ class AuditLog(DispatchObserver):
             ) from error
         self._key = state_key(self)
         self._failed_lines = 0
+        self._count_lock = threading.Lock()
         self._clock = _Clock()
 
     @property
@@ -299,8 +300,10 @@ class AuditLog(DispatchObserver):
             self._failed(write_error)
 
     def _failed(self, error: OSError | None) -> None:
-        self._failed_lines += 1
-        if self._failed_lines == 1:
+        with self._count_lock:  # sessions in several threads may fail at once
+            self._failed_lines += 1
+            first = self._failed_lines == 1
+        if first:
             logger.error(
                 "AuditLog could not write to %s (%s); the agent goes on, failed lines are "
                 "counted in AuditLog.failed_lines and logged at DEBUG from now on",
