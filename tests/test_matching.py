@@ -120,7 +120,7 @@ def test_every_criterion_must_match() -> None:
     ],
 )
 def test_bad_patterns_say_how_to_fix_them(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match="matcher|glob") as raised:
+    with pytest.raises(ValueError, match=r"matcher|glob") as raised:
         HookMatcher(**kwargs)
     assert str(raised.value) == message
 
