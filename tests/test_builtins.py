@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import PurePath
 from typing import Any
 
@@ -483,3 +486,25 @@ async def test_secret_guard_lets_ordinary_text_through() -> None:
     async with runner.session() as session, session.turn("go") as turn:
         assert await turn.llm_response(LlmResponse("m", text=text)) == ResponseDecision.accept()
     assert "Public IP (ipv4)" not in SecretGuard().secret_types
+
+
+def test_the_builtins_import_without_the_opentelemetry_sdk_or_detect_secrets() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "opentelemetry.sdk" or name.startswith("opentelemetry.sdk."):
+                    raise ImportError(f"blocked: {name}")
+                return None
+
+        sys.meta_path.insert(0, Block())
+        import hookscope.builtins
+        print(sorted(m for m in sys.modules if m.startswith(("opentelemetry.sdk", "detect_secrets"))))
+        hookscope.builtins.SecretGuard()
+        print("detect_secrets" in sys.modules)
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.split("\n")[:2] == ["[]", "True"]
