@@ -49,12 +49,13 @@ class _Lines:
     files. A write that fails half-way is cut back off, so no file holds a torn line.
     """
 
-    __slots__ = ("_fd", "_lock", "_next", "_size", "max_bytes", "path")
+    __slots__ = ("_fd", "_lock", "_next", "_rotation_failed", "_size", "max_bytes", "path")
 
     def __init__(self, path: Path, max_bytes: int) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
+        self._rotation_failed = False
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._fd = self._open()
         self._size = os.fstat(self._fd).st_size
@@ -78,7 +79,17 @@ class _Lines:
         """
         with self._lock:
             if self._size and self._size + len(line) > self.max_bytes:
-                self._rotate()
+                try:
+                    self._rotate()
+                except OSError as error:
+                    # Keep the line rather than lose it: the file grows past max_bytes.
+                    if not self._rotation_failed:
+                        self._rotation_failed = True
+                        logger.warning(
+                            "AuditLog cannot rotate %s (%s); writing on past max_bytes",
+                            self.path,
+                            error,
+                        )
             view, written = memoryview(line), 0
             try:
                 while written < len(line):
