@@ -14,7 +14,8 @@ the calls), one event loop, interleaved rounds, ``gc.collect()`` before each rou
   ``AutoAnswer`` (no question) and ``SecretGuard`` (no model response). ``AuditLog`` is left
   out: it is always active, priced above. Target: ≤ 1.5x bare.
 
-Ratios compare figures measured in the same run. Run:
+Ratios compare figures measured in the same run; the minimum over many short interleaved
+rounds is what a shared machine's load disturbs least (the load average is printed). Run:
 ``.venv/bin/python bench/bench_builtins.py [--sessions N] [--rounds R]``.
 """
 
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -132,11 +134,12 @@ def _check(audit: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Time the cases and print the table with each target's verdict; 0 once it ran."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else "")
-    parser.add_argument("--sessions", type=int, default=60, help="sessions per round")
-    parser.add_argument("--rounds", type=int, default=25, help="timed rounds (at least 5)")
+    parser.add_argument("--sessions", type=int, default=40, help="sessions per round")
+    parser.add_argument("--rounds", type=int, default=41, help="timed rounds (at least 5)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.rounds < 5:
         parser.error("--rounds must be at least 5")
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="hookscope-bench-") as directory:
         _check(Path(directory) / "check.jsonl")
         audit = AuditLog(Path(directory) / "audit.jsonl")
@@ -154,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"µs per tool call through turn.call_tool; 1 session x 1 turn x {CALLS_PER_SESSION} "
         f"calls; {args.rounds} interleaved rounds x {args.sessions} sessions"
     )
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average before/after: {load_before} / {load} (min over many short rounds)")
     print(f"{'case':<{width}}  {'min':>7}  {'median':>7}  {'÷ bare min':>10}")
     bare = best["bare runner"]
     for name in results:
