@@ -475,8 +475,8 @@ async def test_secret_guard_checks_tool_call_arguments_and_can_ask_for_a_retry()
         decision = await turn.llm_response(LlmResponse("m", text="ok", tool_calls=(call,)))
         clean = await turn.llm_response(LlmResponse("m", text=f"see {GITHUB_TOKEN}"))
     assert decision.action == "retry_with_feedback"
-    assert AWS_KEY not in decision.feedback
-    assert decision.feedback.startswith("Your response contained a secret (AWS Access Key).")
+    assert AWS_KEY not in decision.message
+    assert decision.message.startswith("Your response contained a secret (AWS Access Key).")
     assert clean == ResponseDecision.accept()  # GitHub tokens were not asked for
 
 
