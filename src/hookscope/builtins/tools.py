@@ -108,7 +108,9 @@ class ToolTiers(Hook):
 
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Allow an observe-tier call; ask about a confirm-tier one."""
-        if self.tier_of(call) == "observe":
+        # tier_of inlined: this runs on every tool call.
+        tier = self.tiers.get(call.qualified_name) if call.server is not None else None
+        if (tier or self.tiers.get(call.name, self.default)) == "observe":
             return None
         return HookResult.ask(f"Confirm {call.qualified_name}? It is a confirm-tier tool.")
 
