@@ -201,6 +201,23 @@ async def test_token_budget_ignores_turns_without_usage() -> None:
                 turn.respond(ChatResponse("no usage"))
 
 
+async def test_two_budgets_in_one_runner_keep_their_own_tallies() -> None:
+    small, large = TokenBudget(max_tokens=100), TokenBudget(max_tokens=10_000)
+    runner = HookRunner([small, large])
+    async with runner.session() as session:
+        async with session.turn("go") as turn:
+            turn.respond(ChatResponse("x", usage=Usage(150, 0)))
+        async with session.turn("again") as blocked:
+            assert blocked.result.message.startswith("token budget exhausted: 150 of 100 tokens")
+        # A budget swapped in mid-session starts from nothing: its state is its own.
+        fresh = TokenBudget(max_tokens=100)
+        runner.replace([small], [fresh])
+        async with session.turn("after the swap") as turn:
+            assert turn.allowed
+    assert (small.used(session.context), large.used(session.context)) == (150, 150)
+    assert fresh.used(session.context) == 0
+
+
 # --- tool hooks --------------------------------------------------------------------------
 
 

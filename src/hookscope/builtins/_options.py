@@ -6,9 +6,10 @@ at load time with a message naming the option and the fix, never at the first to
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from hookscope.context import HookContext
 
@@ -52,11 +53,16 @@ def root(context: HookContext) -> HookContext:
 
 
 def state_key(hook: object) -> str:
-    """The context key under which ``hook`` keeps its state.
+    """A new context key under which ``hook`` keeps its state; call once, in ``__init__``.
 
-    Per hook object, so two instances of one class in a runner never share a counter.
+    Unique per hook object (a serial number, not ``id()``, which a later object may reuse), so
+    two instances of one class — or a hook hot-swapped for a new one mid-session — never share
+    a counter.
     """
-    return f"hookscope.builtins.{type(hook).__name__}.{id(hook):x}"
+    return f"hookscope.builtins.{type(hook).__name__}.{next(_SERIAL)}"
+
+
+_SERIAL: Final = itertools.count(1)
 
 
 def state_of(context: HookContext, key: str, factory: Callable[[], T]) -> T:
