@@ -134,8 +134,8 @@ def _check(audit: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Time the cases and print the table with each target's verdict; 0 once it ran."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else "")
-    parser.add_argument("--sessions", type=int, default=40, help="sessions per round")
-    parser.add_argument("--rounds", type=int, default=41, help="timed rounds (at least 5)")
+    parser.add_argument("--sessions", type=int, default=20, help="sessions per round")
+    parser.add_argument("--rounds", type=int, default=101, help="timed rounds (at least 5)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.rounds < 5:
         parser.error("--rounds must be at least 5")

@@ -19,6 +19,19 @@ _SECRET_KEY: Final = re.compile(
     re.IGNORECASE,
 )
 _MAX_DEPTH: Final = 20
+#: Keys already classified. Argument names repeat call after call, so most lookups are one
+#: dict hit instead of a regex search; bounded, so odd keys cannot grow it without limit.
+_SECRET_KEYS: dict[str, bool] = {}
+_MAX_CACHED_KEYS: Final = 4096
+
+
+def _is_secret(key: str) -> bool:
+    secret = _SECRET_KEYS.get(key)
+    if secret is None:
+        secret = _SECRET_KEY.search(key) is not None
+        if len(_SECRET_KEYS) < _MAX_CACHED_KEYS:
+            _SECRET_KEYS[key] = secret
+    return secret
 
 
 def redact(value: Any, depth: int = 0) -> Any:
@@ -35,11 +48,11 @@ def redact(value: Any, depth: int = 0) -> Any:
     depth += 1
     if isinstance(value, Mapping):
         return {
-            str(key): REDACTED if _SECRET_KEY.search(str(key)) else redact(item, depth)
+            str(key): REDACTED if _is_secret(str(key)) else redact(item, depth)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
-        if len(value) == 2 and isinstance(value[0], str) and _SECRET_KEY.search(value[0]):
+        if len(value) == 2 and isinstance(value[0], str) and _is_secret(value[0]):
             return [value[0], REDACTED]
         return [redact(item, depth) for item in value]
     return f"<{type(value).__name__}>"
