@@ -339,3 +339,36 @@ async def test_a_thousand_concurrent_sessions_keep_budgets_retries_and_audit_apa
         index = int(line["call_id"].rsplit("-", 1)[1])
         assert line["outcome"] == ("succeeded" if index < 2 else "denied")
         assert line["decided_by"] == (None if index < 2 else "RetryLoopDetector")
+
+
+async def test_args_are_redacted_at_any_depth_and_objects_show_only_their_type(
+    tmp_path: Path,
+) -> None:
+    class Credentials:
+        def __repr__(self) -> str:
+            return "Credentials(password='hunter2')"
+
+    path = tmp_path / "audit.jsonl"
+    runner = HookRunner([AuditLog(path)])
+    args = {
+        "headers": [("Authorization", "Bearer abc"), ("Accept", "json")],
+        "body": {"items": [{"client_secret": "s", "n": 1}], "PASSWORD": "p", "cookie_jar": 2},
+        "auth": Credentials(),
+        "ratio": 0.5,
+        "flags": (True, None),
+    }
+    async with runner.session() as session, session.turn("go") as turn:
+        await turn.call_tool(ToolCall("post", args), ok)
+    (line,) = read_all(path)
+    assert line["args"] == {
+        "headers": [["Authorization", "[REDACTED]"], ["Accept", "json"]],
+        "body": {
+            "items": [{"client_secret": "[REDACTED]", "n": 1}],
+            "PASSWORD": "[REDACTED]",
+            "cookie_jar": "[REDACTED]",
+        },
+        "auth": "<Credentials>",
+        "ratio": 0.5,
+        "flags": [True, None],
+    }
+    assert "hunter2" not in path.read_text()
