@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import re
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import PurePath
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -525,3 +528,38 @@ def test_the_builtins_import_without_the_opentelemetry_sdk_or_detect_secrets() -
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.split("\n")[:2] == ["[]", "True"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _reordered(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {key: _reordered(item, rng) for key, item in items}
+    if isinstance(value, list):
+        return [_reordered(item, rng) for item in value]
+    return value
+
+
+@given(
+    a=st.dictionaries(st.text(max_size=3), JSON, max_size=4),
+    b=st.dictionaries(st.text(max_size=3), JSON, max_size=4),
+    seed=st.integers(),
+)
+def test_retry_loop_detector_calls_args_identical_exactly_when_they_are_equal(
+    a: dict[str, Any], b: dict[str, Any], seed: int
+) -> None:
+    from hookscope.builtins.tools import _fingerprint
+
+    shuffled = _reordered(a, random.Random(seed))
+    assert _fingerprint(ToolCall("t", shuffled)) == _fingerprint(ToolCall("t", a))
+    assert (_fingerprint(ToolCall("t", a)) == _fingerprint(ToolCall("t", b))) == (a == b)
+    assert _fingerprint(ToolCall("t", a)) != _fingerprint(ToolCall("u", a))
