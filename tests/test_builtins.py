@@ -563,3 +563,16 @@ def test_retry_loop_detector_calls_args_identical_exactly_when_they_are_equal(
     assert _fingerprint(ToolCall("t", shuffled)) == _fingerprint(ToolCall("t", a))
     assert (_fingerprint(ToolCall("t", a)) == _fingerprint(ToolCall("t", b))) == (a == b)
     assert _fingerprint(ToolCall("t", a)) != _fingerprint(ToolCall("u", a))
+
+
+async def test_logging_hook_quotes_names_that_could_forge_a_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = HookRunner([LoggingHook(level="INFO")])
+    caplog.set_level(logging.INFO, "hookscope.agent")
+    async with runner.session(session_id="s") as session, session.turn("go") as turn:
+        await turn.call_tool(ToolCall("x\nINFO forged tool=y", {"a b": 1}, "c"), ok)
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("pre_tool"))
+    assert (
+        line == "pre_tool_call session=s turn=0 call=c tool='x\\nINFO forged tool=y' arg_keys='a b'"
+    )

@@ -195,5 +195,8 @@ def _level(level: object) -> int:
 
 def _text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value)
-    return str(value)
+        return ",".join(_text(item) for item in value)
+    text = str(value)
+    # Names come from the model: quote any with spaces or line breaks, so one event stays one
+    # line and a crafted tool name cannot forge fields.
+    return repr(text) if any(c.isspace() or c in "=,'\"" for c in text) else text
