@@ -212,6 +212,9 @@ class AuditLog(DispatchObserver):
     line is never split or lost in rotation. A write that fails during a run (a full disk) is
     counted in :attr:`failed_lines` and logged, never raised into the agent.
 
+    One ``AuditLog`` serves any number of sessions and threads of a process; give each
+    process its own file (rotation counts the bytes this process wrote).
+
     Calls are recorded through the scoped API (``turn.call_tool``) and adapters that report
     operation scopes; bare ``dispatch_*`` calls open no scope and are not recorded.
 
