@@ -65,8 +65,7 @@ async def test_dot_dot_traversal_out_of_the_workspace_is_denied(
     path = f"{app}/docs/../../outside/secret.txt"
 
     assert await reason(guarded, {"AbsolutePath": path}) == (
-        f"path argument AbsolutePath={path!r} resolves to "
-        f"{str(app.parent / 'outside' / 'secret.txt')!r}, outside the workspace ({app})"
+        f"path argument AbsolutePath resolves outside the workspace ({app})"
     )
 
 
@@ -76,8 +75,7 @@ async def test_dot_dot_below_a_directory_that_does_not_exist_is_denied(
     path = f"{app}/new/../../outside/x.txt"
 
     assert await reason(guarded, {"TargetFile": path}, tool="create_file") == (
-        f"path argument TargetFile={path!r} uses '.' or '..' below a directory that does not "
-        "exist yet"
+        "path argument TargetFile uses '.' or '..' below a directory that does not exist yet"
     )
 
 
@@ -105,7 +103,7 @@ async def test_a_dangling_symlink_that_would_create_a_file_outside_is_denied(
     path = str(app / "drop.txt")
 
     assert await reason(guarded, {"TargetFile": path}, tool="write_to_file") == (
-        f"path argument TargetFile={path!r} goes through a dangling symlink ({path})"
+        "path argument TargetFile goes through a dangling symlink"
     )
 
 
@@ -158,7 +156,7 @@ async def test_prefix_comparison_is_by_whole_components_for_paths_not_on_disk() 
 async def test_paths_that_cannot_be_anchored_are_denied(path: Any, why: str) -> None:
     enforcer = policy.enforce([policy.workspace_only(["/w/app"]), policy.allow_all()])
 
-    assert await reason(enforcer, {"path": path}) == f"path argument path={path!r} {why}"
+    assert await reason(enforcer, {"path": path}) == f"path argument path {why}"
 
 
 async def test_a_call_with_no_path_argument_is_denied(guarded: PolicyEnforcer) -> None:
@@ -268,7 +266,7 @@ async def test_a_local_call_named_like_an_allowed_mcp_tool_is_denied(name: str) 
     assert (await enforcer.evaluate(ToolCall(name))).outcome == "denied"
 
 
-@pytest.mark.parametrize("server", ["gh/x", "gh ", "GH", "*", "gh/*"])
+@pytest.mark.parametrize("server", ["gh/x", "g h", "gh_", "*", "gh/*", "g\u0068\u200b"])
 async def test_an_mcp_call_from_a_look_alike_server_is_denied(server: str) -> None:
     enforcer = policy.enforce([policy.deny_all(), policy.allow_mcp("gh")], mcp_servers=["gh"])
 
