@@ -1,18 +1,18 @@
 """The rule value of :mod:`hookscope.policy`, and reading what a rule names.
 
-Private; :class:`Policy`, :class:`Decision`, :class:`PolicyDecision` and :class:`PolicyError`
-are re-exported from :mod:`hookscope.policy`.
+Private; :class:`Policy` and :class:`PolicyError` are re-exported from :mod:`hookscope.policy`
+(as are :class:`~hookscope.types.Decision` and :class:`~hookscope.types.PolicyDecision`, which
+live in :mod:`hookscope.types`).
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from hookscope.types import ToolCall
+from hookscope.types import Decision, HookscopeError, PolicyDecision, ToolCall
 
 __all__ = [
     "DECISION_RANK",
@@ -38,55 +38,14 @@ Predicate = Callable[..., bool | Awaitable[bool]]
 AskHandler = Callable[[ToolCall], bool | Awaitable[bool]]
 
 
-class PolicyError(ValueError):
+class PolicyError(HookscopeError, ValueError):
     """A rule or a rule set cannot be enforced as written; the message says what to change."""
 
     __module__ = "hookscope.policy"
 
 
-class Decision(str, enum.Enum):
-    """What a rule decides when it matches."""
-
-    ALLOW = "allow"
-    DENY = "deny"
-    ASK_USER = "ask_user"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-Decision.__module__ = "hookscope.policy"
-
 #: Inside a target tier, deny beats ask_user beats allow.
 DECISION_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyDecision:
-    """Why a call was allowed or denied.
-
-    Args:
-        decision: What the deciding rule decides (``DENY`` when its condition failed);
-            ``ALLOW`` when no rule matched.
-        outcome: ``"allowed"`` or ``"denied"``: what happens to the call.
-        rule: The deciding rule's name, or ``None`` when no rule matched.
-        bucket: The deciding rule's bucket (0 to 8), or ``None`` when no rule matched.
-        reason: A sentence saying why. It never quotes the call's argument values (they are
-            model-supplied and may carry secrets); it names arguments, rules and workspaces.
-        asked_user: Whether an ask handler was called.
-        user_approved: The handler's answer; ``None`` when not asked or it gave no answer.
-    """
-
-    decision: Decision
-    outcome: Literal["allowed", "denied"]
-    rule: str | None
-    bucket: int | None
-    reason: str
-    asked_user: bool = False
-    user_approved: bool | None = None
-
-
-PolicyDecision.__module__ = "hookscope.policy"
 
 
 class Named(Protocol):
