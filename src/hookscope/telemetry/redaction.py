@@ -122,34 +122,56 @@ _KEY_VALUE: Final = re.compile(
     r"""(?:(?i:bearer|basic|digest|token|negotiate|ntlm)[ \t]+)?[^\s"',;&<>]+)"""
 )
 _FLAG_VALUE: Final = re.compile(
-    r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_-]*)[ \t]+(?P<value>[^\s\-]\S*)"
+    r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s\-]\S*)"
 )
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in TOKEN_PATTERNS.values()))
 
 
 def _key_value(match: re.Match[str]) -> str:
-    if not is_secret_key(match["key"]):
-        return match[0]
     value = match["value"]
     quote = value[0] if value[:1] in ("'", '"') else ""
     return f"{match['key']}{match['sep']}{quote}{REDACTED}{quote}"
 
 
 def _flag_value(match: re.Match[str]) -> str:
-    if not is_secret_key(match["key"].lstrip("-")):
-        return match[0]
     return f"{match['key']} {REDACTED}"
 
 
-_BUILT_IN: Final[tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]] = (
-    (_PRIVATE_KEY, "[REDACTED PRIVATE KEY]"),
-    (_URL_PASSWORD, rf"\1{REDACTED}@"),
-    (_URL_TOKEN_USER, rf"\1{REDACTED}@"),
-    (_COOKIE, rf"\1{REDACTED}"),
-    (_KEY_VALUE, _key_value),
-    (_FLAG_VALUE, _flag_value),
-    (_BEARER, rf"\1{REDACTED}"),
-    (_TOKENS, REDACTED),
+def _pairs(
+    pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str]
+) -> Callable[[str], str]:
+    """A pass replacing ``key <sep> value`` matches whose key is secret-looking.
+
+    Not ``pattern.sub``: a match with an ordinary key (``https:`` in a URL) must not swallow
+    its value, which may hold a secret pair of its own (``?access_token=...``); scanning
+    resumes right after such a key's separator.
+    """
+
+    def apply(text: str) -> str:
+        pieces: list[str] = []
+        position = 0
+        while (match := pattern.search(text, position)) is not None:
+            if is_secret_key(match["key"].lstrip("-")):
+                pieces += (text[position : match.start()], replace(match))
+                position = match.end()
+            else:
+                pieces.append(text[position : match.end("sep")])
+                position = match.end("sep")
+        pieces.append(text[position:])
+        return "".join(pieces)
+
+    return apply
+
+
+_BUILT_IN: Final[tuple[Callable[[str], str], ...]] = (
+    functools.partial(_PRIVATE_KEY.sub, "[REDACTED PRIVATE KEY]"),
+    functools.partial(_URL_PASSWORD.sub, rf"\1{REDACTED}@"),
+    functools.partial(_URL_TOKEN_USER.sub, rf"\1{REDACTED}@"),
+    functools.partial(_COOKIE.sub, rf"\1{REDACTED}"),
+    _pairs(_KEY_VALUE, _key_value),
+    _pairs(_FLAG_VALUE, _flag_value),
+    functools.partial(_BEARER.sub, rf"\1{REDACTED}"),
+    functools.partial(_TOKENS.sub, REDACTED),
 )
 
 
@@ -258,8 +280,8 @@ class Redactor:
         """
         if limit is not None and len(text) > limit:
             text = text[:limit]
-        for pattern, replacement in _BUILT_IN:
-            text = pattern.sub(replacement, text)
+        for built_in in _BUILT_IN:
+            text = built_in(text)
         for extra in (*_global, *self._extra):
             text = _apply(extra, text)
         return text
