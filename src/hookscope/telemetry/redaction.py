@@ -116,10 +116,24 @@ _URL_TOKEN_USER: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([A-Za-z0-9_\
 _COOKIE: Final = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:[ \t]*)[^\r\n]+")
 _BEARER: Final = re.compile(r"(?i)\b(bearer[ \t]+)[A-Za-z0-9\-._~+/]{8,}=*")
 # key=value, key: value, "key": "value", --key value; the key is judged by is_secret_key.
+# A quoted value: "...", '...', or \"...\" (JSON text inside a JSON string).
+_QUOTED: Final = r"""(?:"[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\")"""
+_QUOTE: Final = r"""\\?["']"""
 _KEY_VALUE: Final = re.compile(
-    r"""(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,80})(?P<sep>["']?[ \t]*[:=][ \t]*)"""
-    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|"""
-    r"""(?:(?i:bearer|basic|digest|token|negotiate|ntlm)[ \t]+)?[^\s"',;&<>]+)"""
+    rf"""(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})"""
+    rf"""(?P<sep>(?:{_QUOTE})?[ \t]*[:=][ \t]*)(?P<value>{_QUOTED}|"""
+    r"""(?:(?i:bearer|basic|digest|token|negotiate|ntlm)[ \t]+)?[^\s"'\\,;&<>]+)"""
+)
+# ('key', 'value') and ["key", "value"] as printed by Python or JSON.
+_QUOTED_PAIR: Final = re.compile(
+    rf"""(?P<q>{_QUOTE})(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})(?P=q)(?P<sep>[ \t]*,[ \t]*)"""
+    rf"""(?P<value>{_QUOTED})(?![ \t]*\\?:)"""
+)
+# {"name": "Authorization", "value": "..."} as JSON or Python text (HAR-style header lists).
+_RECORD: Final = re.compile(
+    rf"""(?P<q>{_QUOTE})(?:name|key|header|field)(?P=q)[ \t]*:[ \t]*(?P<k>{_QUOTE})"""
+    rf"""(?P<key>[^"'\\\n]{{1,80}})(?P=k)(?P<sep>[ \t]*,[ \t]*(?P<v>{_QUOTE})"""
+    rf"""(?:value|val|content|data)(?P=v)[ \t]*:[ \t]*)(?P<value>{_QUOTED})"""
 )
 _FLAG_VALUE: Final = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s\-]\S*)"
@@ -127,10 +141,18 @@ _FLAG_VALUE: Final = re.compile(
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in TOKEN_PATTERNS.values()))
 
 
+def _quote_of(value: str) -> str:
+    """The quote around ``value`` (``"``, ``'``, ``\\"``), or ``""`` for a bare value."""
+    for quote in ('\\"', "\\'", '"', "'"):
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            return quote
+    return ""
+
+
 def _key_value(match: re.Match[str]) -> str:
-    value = match["value"]
-    quote = value[0] if value[:1] in ("'", '"') else ""
-    return f"{match['key']}{match['sep']}{quote}{REDACTED}{quote}"
+    quote = _quote_of(match["value"])
+    head = match.string[match.start() : match.start("value")]
+    return f"{head}{quote}{REDACTED}{quote}"
 
 
 def _flag_value(match: re.Match[str]) -> str:
@@ -169,6 +191,8 @@ _BUILT_IN: Final[tuple[Callable[[str], str], ...]] = (
     functools.partial(_URL_TOKEN_USER.sub, rf"\1{REDACTED}@"),
     functools.partial(_COOKIE.sub, rf"\1{REDACTED}"),
     _pairs(_KEY_VALUE, _key_value),
+    _pairs(_RECORD, _key_value),
+    _pairs(_QUOTED_PAIR, _key_value),
     _pairs(_FLAG_VALUE, _flag_value),
     functools.partial(_BEARER.sub, rf"\1{REDACTED}"),
     functools.partial(_TOKENS.sub, REDACTED),
