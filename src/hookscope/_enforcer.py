@@ -296,5 +296,3 @@ class PolicyEnforcer(Hook):
 
     def __repr__(self) -> str:
         return f"<PolicyEnforcer {self.name!r}: {len(self.policies)} rules>"
-
-

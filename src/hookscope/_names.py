@@ -10,8 +10,8 @@ Private; used by :mod:`hookscope.policy`. Two comparisons exist:
   reader, so a call whose name merely *looks* like a denied tool is denied too. Steps:
 
   1. Unicode NFKC (fullwidth letters and solidus, ligatures, mathematical alphanumerics);
-  2. invisible format characters removed (category Cf: zero-width space and joiners, the BOM,
-     soft hyphens, bidirectional controls);
+  2. invisible characters removed (categories Cf and Cc: zero-width space and joiners, the
+     BOM, soft hyphens, bidirectional controls, NUL and other control characters);
   3. capital Cyrillic and Greek letters that look like Latin capitals mapped to them;
   4. case folding;
   5. accents and other combining marks dropped (canonical decomposition, category Mn removed);
@@ -116,7 +116,7 @@ def skeleton(name: str) -> str:
     Cached: tool names repeat, and a bounded cache keeps names a model invents from piling up.
     """
     text = unicodedata.normalize("NFKC", name)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc"))
     text = text.translate(_CAPITALS).casefold()
     text = unicodedata.normalize("NFD", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Mn")

@@ -131,6 +131,8 @@ def _missing_tail(head: str, rest: Sequence[str]) -> str:
         if len(os.fsencode(name)) > NAME_MAX:
             raise PathRejected(f"has a component longer than NAME_MAX ({NAME_MAX} bytes)")
     return os.path.join(head, *names) if names else head
+
+
 @final
 class WorkspaceGuard:
     """A ``when`` predicate that holds when a file tool's path leaves the workspace.
@@ -183,8 +185,7 @@ class WorkspaceGuard:
                 return f"path argument {key} {rejected}"
             if real not in self.roots and not real.startswith(self._prefixes):
                 return (
-                    f"path argument {key} resolves outside the workspace "
-                    f"({', '.join(self.roots)})"
+                    f"path argument {key} resolves outside the workspace ({', '.join(self.roots)})"
                 )
         if not found:
             return f"no path argument ({', '.join(self.path_args)}) to check against the workspace"

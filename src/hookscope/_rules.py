@@ -104,9 +104,7 @@ def server_name(server: object) -> str:
         raise TypeError(f"an MCP server is a name or an object with a .name, got {server!r}")
     stripped = name.strip()
     if not stripped or "/" in stripped or stripped == WILDCARD:
-        raise PolicyError(
-            f"MCP server name {name!r} must be non-empty, not '*' and without '/'"
-        )
+        raise PolicyError(f"MCP server name {name!r} must be non-empty, not '*' and without '/'")
     return stripped
 
 
