@@ -11,14 +11,19 @@ ask_user rules, a third of them with conditions, over distinct tool names), one 
 
 A second probe, ``targeted``, adds one deny rule for the probed tool, registered last.
 
+A second table times hookscope's ``evaluate`` for the name readings of DESIGN §4, with 10 and
+10,000 non-targeting rules (half of them ``server/tool`` rules over ten registered MCP servers):
+an MCP call (``server=" Srv0 "``, folded), a local call named ``srv0/view_file`` (which meets
+srv0's deny and ask rules) and a local call under ``enforce(..., normalize=True)``.
+
 Each coroutine is driven with ``send(None)`` (none of them suspends), so the figures are the
 decision itself, without event-loop scheduling; the floor (an empty coroutine driven the same
 way) is printed for reference and not subtracted. Per case: a warm-up, then the minimum over
 rounds of ``gc.collect()`` + a timed loop with the collector paused.
 
 Targets (checked on the untargeted probe, exit status 1 when missed): hookscope's cost with
-10,000 rules at most 1.5x its cost with 10; hookscope ``pre_tool_call`` at least 15x faster
-than antigravity's enforcer at 1,000 rules.
+10,000 rules at most 1.5x its cost with 10, for every probe of both tables; hookscope
+``pre_tool_call`` at least 15x faster than antigravity's enforcer at 1,000 rules.
 
 Run: ``.venv/bin/python bench/bench_policy.py [--rounds R]``.
 """
@@ -127,6 +132,36 @@ def _measure(count: int, targeted: bool, rounds: int) -> tuple[float, float, flo
     return evaluate, hook, theirs_s
 
 
+SERVERS = [f"srv{i}" for i in range(10)]
+READINGS: dict[str, tuple[ToolCall, bool]] = {
+    "mcp call, server ' Srv0 '": (ToolCall("view_file", server=" Srv0 "), False),
+    "local name srv0/view_file": (ToolCall("srv0/view_file"), False),
+    "normalize=True, view_file": (ToolCall("view_file"), True),
+}
+
+
+def _mixed_rules(count: int) -> list[Any]:
+    """``count`` rules, half local and half ``server/tool``, none for view_file."""
+    rules: list[Any] = []
+    for i in range(count):
+        when = _big if i % 3 == 0 else None
+        tool = f"tool_{i}" if i % 2 else f"{SERVERS[i % len(SERVERS)]}/tool_{i}"
+        kind = i % 3
+        if kind == 0:
+            rules.append(policy.deny(tool, when=when))
+        elif kind == 1:
+            rules.append(policy.allow(tool, when=when))
+        else:
+            rules.append(policy.ask_user(tool, _approve, when=when))
+    return rules
+
+
+def _measure_reading(count: int, call: ToolCall, normalize: bool, rounds: int) -> float:
+    enforcer = policy.enforce(_mixed_rules(count), mcp_servers=SERVERS, normalize=normalize)
+    assert _drive(enforcer.evaluate(call)).outcome == "allowed"
+    return _time(lambda: enforcer.evaluate(call), rounds)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and ratios; return 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -180,6 +215,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             speedup >= SPEEDUP_TARGET,
         )
     )
+    print()
+    low_count, high_count = RULE_COUNTS[0], RULE_COUNTS[-1]
+    header = f"{'name reading':<28} {low_count:>10,} {high_count:>10,} {'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    for label, (call, normalize) in READINGS.items():
+        low_s = _measure_reading(low_count, call, normalize, args.rounds)
+        high_s = _measure_reading(high_count, call, normalize, args.rounds)
+        ratio = high_s / low_s
+        print(f"{label:<28} {low_s * 1e9:>10.0f} {high_s * 1e9:>10.0f} {ratio:>7.2f}x")
+        checks.append(
+            (
+                f"{label}, {high_count:,} / {low_count:,} rules",
+                ratio,
+                f"<= {SCALING_TARGET}x",
+                ratio <= SCALING_TARGET,
+            )
+        )
     floor = _time(_empty, args.rounds)
     print(f"(floor: an empty coroutine driven the same way costs {floor * 1e9:.0f} ns)")
     print()
