@@ -109,12 +109,21 @@ def fold_server(name: str) -> str:
     return name.strip().casefold()
 
 
-@functools.lru_cache(maxsize=4096)
 def skeleton(name: str) -> str:
     """The look-alike-insensitive form of ``name`` (see the module docstring for the steps).
 
-    Cached: tool names repeat, and a bounded cache keeps names a model invents from piling up.
+    Cached for names of up to 256 characters: tool names repeat, and a bounded cache of short
+    keys keeps the names a model invents from piling up.
     """
+    return _cached_skeleton(name) if len(name) <= 256 else _skeleton(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_skeleton(name: str) -> str:
+    return _skeleton(name)
+
+
+def _skeleton(name: str) -> str:
     text = unicodedata.normalize("NFKC", name)
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc"))
     text = text.translate(_CAPITALS).casefold()

@@ -93,9 +93,18 @@ _NAME_FIELDS: Final = frozenset({"name", "key", "header", "field", "id"})
 _VALUE_FIELDS: Final = frozenset({"value", "values", "val", "content", "data"})
 
 
-@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     """Whether values under ``key`` are secrets (see the module docstring)."""
+    # Keys repeat; caching only short ones keeps odd long keys from filling the cache.
+    return _cached_is_secret_key(key) if len(key) <= 128 else _is_secret_key(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_is_secret_key(key: str) -> bool:
+    return _is_secret_key(key)
+
+
+def _is_secret_key(key: str) -> bool:
     compact = _SEPARATORS.sub("", key).lower()
     if any(word in compact for word in SECRET_KEY_WORDS):
         return True
