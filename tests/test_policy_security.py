@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hookscope import policy
-from hookscope._paths import NAME_MAX, PATH_MAX
+from hookscope._paths import MAX_SYMLINKS, NAME_MAX, PATH_MAX
 from hookscope.policy import PolicyEnforcer, PolicyError
 from hookscope.types import ToolCall
 
@@ -485,4 +485,17 @@ async def test_a_component_over_name_max_is_rejected(guarded: PolicyEnforcer, ap
 async def test_dot_dot_through_a_file_is_denied(guarded: PolicyEnforcer, app: Path) -> None:
     assert await reason(guarded, {"path": f"{app}/main.py/../main.py"}) == (
         "path argument path goes through something that is not a directory"
+    )
+
+
+async def test_more_symlinks_than_the_kernel_follows_are_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    (app / "here").symlink_to(".", target_is_directory=True)
+    within = str(app / "/".join(["here"] * MAX_SYMLINKS) / "main.py")
+    beyond = str(app / "/".join(["here"] * (MAX_SYMLINKS + 1)) / "main.py")
+
+    assert await outcome(guarded, within) == "allowed"
+    assert await reason(guarded, {"path": beyond}) == (
+        f"path argument path goes through more than {MAX_SYMLINKS} symbolic links"
     )

@@ -12,8 +12,9 @@ symlink in that part would be resolved differently once created, so it is reject
 
 Cost is bounded: a path longer than the system's ``PATH_MAX`` (which no system call would
 accept) or with a component longer than ``NAME_MAX`` is rejected before any disk access, and
-the walk makes one ``lstat`` per component (plus a ``realpath`` per symlink met), so a
-model-supplied path costs microseconds to a few milliseconds, never seconds.
+the walk makes one ``lstat`` per component plus a ``realpath`` per symlink met, at most
+:data:`MAX_SYMLINKS` of them (as the kernel allows), so a model-supplied path costs
+microseconds to a few milliseconds, never seconds.
 
 The check is a snapshot: a process that swaps a directory for a symlink between this check and
 the tool's own ``open`` (a TOCTOU race) is out of its reach; sandbox the tool for that.
@@ -27,7 +28,14 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, final
 
-__all__ = ["NAME_MAX", "PATH_MAX", "PathRejected", "WorkspaceGuard", "resolve_for_containment"]
+__all__ = [
+    "MAX_SYMLINKS",
+    "NAME_MAX",
+    "PATH_MAX",
+    "PathRejected",
+    "WorkspaceGuard",
+    "resolve_for_containment",
+]
 
 
 def _limit(name: str, default: int) -> int:
@@ -42,6 +50,9 @@ def _limit(name: str, default: int) -> int:
 PATH_MAX: Final = _limit("PC_PATH_MAX", 4096)
 #: Bytes in the longest single path component (255 on most file systems).
 NAME_MAX: Final = _limit("PC_NAME_MAX", 255)
+#: Symbolic links one path may go through; Linux's own limit (MAXSYMLINKS), beyond which the
+#: kernel fails the lookup with ELOOP, so rejecting beyond it refuses nothing a tool could open.
+MAX_SYMLINKS: Final = 40
 
 
 class PathRejected(Exception):
@@ -81,13 +92,15 @@ def resolve_for_containment(value: object) -> str:
 
     Raises:
         PathRejected: ``value`` is not a string path, contains a NUL byte, is relative, is
-            longer than ``PATH_MAX`` or has a component longer than ``NAME_MAX``, or cannot be
+            longer than ``PATH_MAX``, has a component longer than ``NAME_MAX``, goes through
+            more than :data:`MAX_SYMLINKS` symbolic links, or cannot be
             resolved (a symlink loop, a dangling symlink, a non-directory in the middle, a
             ``..`` below a directory that does not exist yet, no permission).
     """
     parts = _check_text(value).split(os.sep)
     current = os.sep  # real and existing at every step
     is_dir = True
+    links = 0
     for index, part in enumerate(parts):
         if part == "":
             continue
@@ -108,6 +121,9 @@ def resolve_for_containment(value: object) -> str:
         except OSError as error:  # ENOTDIR, EACCES, ENAMETOOLONG, ...
             raise PathRejected(f"cannot be resolved ({error.strerror or error})") from None
         if stat.S_ISLNK(mode):
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise PathRejected(f"goes through more than {MAX_SYMLINKS} symbolic links")
             try:
                 current = os.path.realpath(candidate, strict=True)
                 mode = os.stat(current).st_mode
