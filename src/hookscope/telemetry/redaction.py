@@ -124,29 +124,31 @@ _URL_PASSWORD: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*:)([^
 _URL_TOKEN_USER: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([A-Za-z0-9_\-]{16,})@")
 _COOKIE: Final = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:[ \t]*)[^\r\n]+")
 _BEARER: Final = re.compile(r"(?i)\b(bearer[ \t]+)[A-Za-z0-9\-._~+/]{8,}=*")
-# key=value, key: value, "key": "value", --key value; the key is judged by is_secret_key.
+# key=value, key: value, "key": "value", --key value. Each pass finds a key and its separator,
+# judges the key (is_secret_key), and only then reads the value: values of ordinary keys are
+# never scanned, so the passes stay linear in the text's length.
 # A quoted value: "...", '...', or \"...\" (JSON text inside a JSON string).
 _QUOTED: Final = r"""(?:"[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\")"""
 _QUOTE: Final = r"""\\?["']"""
-_KEY_VALUE: Final = re.compile(
-    rf"""(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})"""
-    rf"""(?P<sep>(?:{_QUOTE})?[ \t]*[:=][ \t]*)(?P<value>{_QUOTED}|"""
-    r"""(?:(?i:bearer|basic|digest|token|negotiate|ntlm)[ \t]+)?[^\s"'\\,;&<>]+)"""
+_KEY_SEP: Final = re.compile(
+    rf"""(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})(?:{_QUOTE})?[ \t]*[:=][ \t]*"""
+)
+_ANY_VALUE: Final = re.compile(
+    rf"""{_QUOTED}|(?:(?i:bearer|basic|digest|token|negotiate|ntlm)[ \t]+)?[^\s"'\\,;&<>]+"""
 )
 # ('key', 'value') and ["key", "value"] as printed by Python or JSON.
-_QUOTED_PAIR: Final = re.compile(
-    rf"""(?P<q>{_QUOTE})(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})(?P=q)(?P<sep>[ \t]*,[ \t]*)"""
-    rf"""(?P<value>{_QUOTED})(?![ \t]*\\?:)"""
+_PAIR_SEP: Final = re.compile(
+    rf"""(?P<q>{_QUOTE})(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{{0,80}})(?P=q)[ \t]*,[ \t]*"""
 )
+_QUOTED_VALUE: Final = re.compile(rf"""{_QUOTED}(?![ \t]*\\?:)""")
 # {"name": "Authorization", "value": "..."} as JSON or Python text (HAR-style header lists).
-_RECORD: Final = re.compile(
+_RECORD_SEP: Final = re.compile(
     rf"""(?P<q>{_QUOTE})(?:name|key|header|field)(?P=q)[ \t]*:[ \t]*(?P<k>{_QUOTE})"""
-    rf"""(?P<key>[^"'\\\n]{{1,80}})(?P=k)(?P<sep>[ \t]*,[ \t]*(?P<v>{_QUOTE})"""
-    rf"""(?:value|val|content|data)(?P=v)[ \t]*:[ \t]*)(?P<value>{_QUOTED})"""
+    rf"""(?P<key>[^"'\\\n]{{1,80}})(?P=k)[ \t]*,[ \t]*(?P<v>{_QUOTE})"""
+    r"""(?:value|val|content|data)(?P=v)[ \t]*:[ \t]*"""
 )
-_FLAG_VALUE: Final = re.compile(
-    r"(?<![A-Za-z0-9_-])(?P<key>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s\-]\S*)"
-)
+_FLAG_SEP: Final = re.compile(r"(?<![A-Za-z0-9_-])--?(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]+")
+_FLAG_VALUE: Final = re.compile(r"[^\s\-]\S*")
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in TOKEN_PATTERNS.values()))
 
 
@@ -158,37 +160,28 @@ def _quote_of(value: str) -> str:
     return ""
 
 
-def _key_value(match: re.Match[str]) -> str:
-    quote = _quote_of(match["value"])
-    head = match.string[match.start() : match.start("value")]
-    return f"{head}{quote}{REDACTED}{quote}"
+def _pairs(key_sep: re.Pattern[str], value: re.Pattern[str]) -> Callable[[str], str]:
+    """A pass replacing the values that follow secret-looking keys.
 
-
-def _flag_value(match: re.Match[str]) -> str:
-    return f"{match['key']} {REDACTED}"
-
-
-def _pairs(
-    pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str]
-) -> Callable[[str], str]:
-    """A pass replacing ``key <sep> value`` matches whose key is secret-looking.
-
-    Not ``pattern.sub``: a match with an ordinary key (``https:`` in a URL) must not swallow
-    its value, which may hold a secret pair of its own (``?access_token=...``); scanning
-    resumes right after such a key's separator.
+    Not a plain ``sub``: an ordinary key (``https:`` in a URL) must not swallow what follows,
+    which may hold a secret pair of its own (``?access_token=...``); scanning resumes right
+    after its separator.
     """
 
     def apply(text: str) -> str:
         pieces: list[str] = []
-        position = 0
-        while (match := pattern.search(text, position)) is not None:
-            if is_secret_key(match["key"].lstrip("-")):
-                pieces += (text[position : match.start()], replace(match))
-                position = match.end()
-            else:
-                pieces.append(text[position : match.end("sep")])
-                position = match.end("sep")
-        pieces.append(text[position:])
+        done = position = 0  # text[:done] is in pieces
+        while (match := key_sep.search(text, position)) is not None:
+            position = match.end()
+            if not is_secret_key(match["key"]):
+                continue
+            found = value.match(text, position)
+            if found is None:
+                continue
+            quote = _quote_of(found[0])
+            pieces += (text[done:position], f"{quote}{REDACTED}{quote}")
+            done = position = found.end()
+        pieces.append(text[done:])
         return "".join(pieces)
 
     return apply
@@ -199,10 +192,10 @@ _BUILT_IN: Final[tuple[Callable[[str], str], ...]] = (
     functools.partial(_URL_PASSWORD.sub, rf"\1{REDACTED}@"),
     functools.partial(_URL_TOKEN_USER.sub, rf"\1{REDACTED}@"),
     functools.partial(_COOKIE.sub, rf"\1{REDACTED}"),
-    _pairs(_KEY_VALUE, _key_value),
-    _pairs(_RECORD, _key_value),
-    _pairs(_QUOTED_PAIR, _key_value),
-    _pairs(_FLAG_VALUE, _flag_value),
+    _pairs(_KEY_SEP, _ANY_VALUE),
+    _pairs(_RECORD_SEP, _QUOTED_VALUE),
+    _pairs(_PAIR_SEP, _QUOTED_VALUE),
+    _pairs(_FLAG_SEP, _FLAG_VALUE),
     functools.partial(_BEARER.sub, rf"\1{REDACTED}"),
     functools.partial(_TOKENS.sub, REDACTED),
 )
