@@ -7,10 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope import policy
 from hookscope._paths import MAX_SYMLINKS, NAME_MAX, PATH_MAX
 from hookscope.policy import PolicyEnforcer, PolicyError
+from hookscope.runner import HookRunner
+from hookscope.telemetry import ContentCapture, OTelHook
 from hookscope.types import ToolCall
 
 
@@ -499,3 +504,29 @@ async def test_more_symlinks_than_the_kernel_follows_are_denied(
     assert await reason(guarded, {"path": beyond}) == (
         f"path argument path goes through more than {MAX_SYMLINKS} symbolic links"
     )
+
+
+async def test_with_capture_off_no_exported_span_quotes_a_denied_path(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+    app: Path,
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    path = f"{app}/../{secret}/id_rsa"
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.NO_CONTENT)
+    enforcer = policy.enforce([policy.workspace_only([app]), policy.allow_all()])
+
+    async with HookRunner([enforcer, hook]).session() as session, session.turn("go") as turn:
+        outcome = await turn.call_tool(
+            ToolCall("view_file", {"AbsolutePath": path}), lambda **_: ""
+        )
+
+    spans = span_exporter.get_finished_spans()
+    tool = next(s for s in spans if s.name == "execute_tool view_file")
+    assert (tool.attributes or {}).get("hookscope.policy.reason") == (
+        f"path argument AbsolutePath resolves outside the workspace ({app})"
+    )
+    exported = repr([(s.attributes, [e.attributes for e in s.events]) for s in spans])
+    assert secret not in exported
+    assert secret not in outcome.message
