@@ -94,6 +94,7 @@ def ok(**kwargs: Any) -> str:
         (lambda: AuditLog(""), "AuditLog: path must be a file path"),
         (lambda: AuditLog("/tmp/x.jsonl", max_bytes=0), "AuditLog: max_bytes must be"),
         (lambda: AuditLog("/tmp/x.jsonl", include_args="yes"), "AuditLog: include_args"),  # type: ignore[arg-type]
+        (lambda: AuditLog("/tmp/x.jsonl", redact_values=1), "AuditLog: redact_values"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_options_fail_at_construction_naming_the_option(build: Any, message: str) -> None:

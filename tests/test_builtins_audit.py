@@ -353,7 +353,9 @@ async def test_args_are_redacted_at_any_depth_and_objects_show_only_their_type(
     args = {
         "headers": [("Authorization", "Bearer abc"), ("Accept", "json")],
         "body": {"items": [{"client_secret": "s", "n": 1}], "PASSWORD": "p", "cookie_jar": 2},
-        "auth": Credentials(),
+        "apiKey": "k",
+        "account": Credentials(),
+        "auth": "under a short secret word",
         "ratio": 0.5,
         "flags": (True, None),
     }
@@ -367,8 +369,33 @@ async def test_args_are_redacted_at_any_depth_and_objects_show_only_their_type(
             "PASSWORD": "[REDACTED]",
             "cookie_jar": "[REDACTED]",
         },
-        "auth": "<Credentials>",
+        "apiKey": "[REDACTED]",
+        "account": "<Credentials>",
+        "auth": "[REDACTED]",
         "ratio": 0.5,
         "flags": [True, None],
     }
     assert "hunter2" not in path.read_text()
+
+
+async def test_redact_values_also_finds_secrets_under_ordinary_keys(tmp_path: Path) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    args = {
+        "CommandLine": f"curl -H 'Authorization: Bearer {token}' https://api.example",
+        "url": "postgres://app:hunter2@db:5432/app",
+        "note": "nothing secret",
+    }
+    lines = {}
+    for values in (False, True):
+        path = tmp_path / f"audit-{values}.jsonl"
+        runner = HookRunner([AuditLog(path, redact_values=values)])
+        async with runner.session() as session, session.turn("go") as turn:
+            await turn.call_tool(ToolCall("run", args), ok)
+        (lines[values],) = read_all(path)
+    assert lines[False]["args"] == args  # keys only, by default: fast, and §5's rule
+    redacted = lines[True]["args"]
+    assert token not in redacted["CommandLine"]
+    assert "hunter2" not in redacted["url"]
+    assert "[REDACTED]" in redacted["CommandLine"]
+    assert "[REDACTED]" in redacted["url"]
+    assert redacted["note"] == "nothing secret"

@@ -205,7 +205,8 @@ class AuditLog(DispatchObserver):
     for confirmations, ``recovered_by`` (the hook that recovered a failed call), ``message``
     (the denial, confirmation or recovery note), ``error_type``, ``duration_s`` (the whole call,
     hooks included) and ``args`` (the effective arguments; values under secret-looking keys
-    such as ``token`` or ``password`` are ``[REDACTED]``; other objects show only their type).
+    such as ``token``, ``password`` or ``apiKey`` are ``[REDACTED]``, by the project's rules in
+    :mod:`hookscope.telemetry.redaction`; other objects show only their type).
 
     Lines are written and handed to the OS one by one. Past ``max_bytes`` the file is renamed
     ``<path>.1``, ``<path>.2`` … (never deleted, never overwritten) and a new one started; a
@@ -222,6 +223,10 @@ class AuditLog(DispatchObserver):
         path: The audit file; missing directories are created (mode 0700, file 0600).
         max_bytes: Size from which the file is rotated.
         include_args: Record the (redacted) arguments.
+        redact_values: Also search every argument string for secrets whatever its key (token
+            formats, ``Bearer`` headers, passwords in URLs, private keys — the rules of
+            :mod:`hookscope.telemetry.redaction`). Off by default: it costs tens of
+            microseconds per call; values under secret-looking keys are always redacted.
 
     Raises:
         AuditLogError: ``path`` cannot be opened for appending.
@@ -238,12 +243,18 @@ class AuditLog(DispatchObserver):
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         include_args: bool = True,
+        redact_values: bool = False,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise ValueError(f"AuditLog: path must be a file path, got {path!r}")
         max_bytes = positive_int("AuditLog", "max_bytes", max_bytes, "size that rotates the file")
         if not isinstance(include_args, bool):
             raise ValueError(f"AuditLog: include_args must be True or False, got {include_args!r}")
+        if not isinstance(redact_values, bool):
+            raise ValueError(
+                f"AuditLog: redact_values must be True or False, got {redact_values!r}"
+            )
+        self.redact_values = redact_values
         self.path = Path(path)
         self.include_args = include_args
         try:
@@ -362,7 +373,7 @@ class AuditLog(DispatchObserver):
             entry["error_type"] = type(failure).__name__
         entry["duration_s"] = round(perf_counter() - record.started, 6)
         if self.include_args and call is not None:
-            entry["args"] = redact(call.args)
+            entry["args"] = redact(call.args, values=self.redact_values)
         return (_encode(entry) + "\n").encode()
 
 

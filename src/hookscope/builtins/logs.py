@@ -59,6 +59,8 @@ class LoggingHook(Hook):
                 f"LoggingHook: logger must be a logger name or a logging.Logger, got {logger!r}"
             )
         self.level = _level(level)
+        # Bound once: every event checks it, and an inactive hook does nothing else.
+        self._enabled = self.logger.isEnabledFor
 
     def _log(self, event: str, context: HookContext, **fields: Any) -> None:
         ids: dict[str, Any] = {"session": getattr(context, "session_id", None)}
@@ -76,23 +78,23 @@ class LoggingHook(Hook):
 
     def on_session_start(self, context: SessionContext) -> None:
         """Log the session's start."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log("on_session_start", context, agent=context.agent_name)
 
     def on_session_end(self, context: SessionContext) -> None:
         """Log the session's end and outcome."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log("on_session_end", context, outcome=context.outcome, turns=context.turn_count)
 
     def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult | None:
         """Log a turn's start."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log("pre_turn", context)
         return None
 
     def post_turn(self, context: TurnContext, response: ChatResponse) -> None:
         """Log a turn's end with its token usage."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             usage = response.usage
             self._log(
                 "post_turn",
@@ -103,7 +105,7 @@ class LoggingHook(Hook):
 
     def pre_llm_request(self, context: TurnContext, request: LlmRequest) -> RequestDecision | None:
         """Log a model request: model and message count."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log(
                 "pre_llm_request", context, model=request.model, messages=len(request.messages)
             )
@@ -113,7 +115,7 @@ class LoggingHook(Hook):
         self, context: TurnContext, response: LlmResponse
     ) -> ResponseDecision | None:
         """Log a model response: model, tokens and the tools it calls."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             usage = response.usage
             self._log(
                 "on_llm_response",
@@ -126,7 +128,7 @@ class LoggingHook(Hook):
 
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Log a requested tool call: tool and argument keys, never values."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log(
                 "pre_tool_call",
                 context,
@@ -137,7 +139,7 @@ class LoggingHook(Hook):
 
     def post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
         """Log a tool call that returned, with its duration."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log(
                 "post_tool_call",
                 context,
@@ -148,7 +150,7 @@ class LoggingHook(Hook):
 
     def on_tool_error(self, context: OperationContext, error: Exception) -> Recovery | None:
         """Log a tool call that raised: the exception's type, never its text."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             call = context.call
             self._log(
                 "on_tool_error",
@@ -163,20 +165,20 @@ class LoggingHook(Hook):
         self, context: OperationContext, questions: Sequence[Question]
     ) -> Sequence[Answer] | None:
         """Log how many questions the agent asks, and of which kinds."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             kinds = sorted({getattr(q, "kind", "question") for q in questions})
             self._log("on_interaction", context, questions=len(questions), kinds=kinds)
         return None
 
     def pre_compaction(self, context: TurnContext, messages: Sequence[Any]) -> str | None:
         """Log that the agent is about to compact ``messages`` (it supplies no summary)."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log("pre_compaction", context, messages=len(messages))
         return None
 
     def on_compaction(self, context: TurnContext, summary: str) -> None:
         """Log a compaction and the summary's length."""
-        if self.logger.isEnabledFor(self.level):
+        if self._enabled(self.level):
             self._log("on_compaction", context, summary_chars=len(summary))
 
 
