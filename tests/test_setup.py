@@ -494,8 +494,8 @@ def test_configure_keeps_a_provider_the_application_installed(tmp_path: Path) ->
     assert result["global_meter_is_ours"] is True
     assert result["destinations"] == ["existing provider", str(tmp_path / METRICS_FILE)]
     assert (
-        "hookscope: using the TracerProvider the application installed; "
-        "configure() does not replace it"
+        "hookscope: using the traces provider(s) the application installed; "
+        "configure() does not replace them"
     ) in result["log"]
     assert not (tmp_path / TRACES_FILE).exists()
 

@@ -24,7 +24,7 @@ import math
 import os
 from dataclasses import dataclass
 from typing import Final, get_args
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -110,7 +110,7 @@ def sdk_disabled() -> tuple[bool, str | None]:
 
 
 def _positive_int(name: str, raw: object, minimum: int = 1) -> int:
-    if isinstance(raw, str):
+    if isinstance(raw, str) and name.isupper():  # a variable's text; arguments must be ints
         with contextlib.suppress(ValueError):
             raw = int(raw.strip().replace("_", ""))
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < minimum:
@@ -284,6 +284,7 @@ def routes(signal: Signal, endpoint: str | None, protocol: str | None) -> tuple[
             source, url, base = found
             url = _checked_url(url, source, chosen, base)
         if chosen != "grpc" and base:  # a base URL: the signal's path goes after it
-            url = url.rstrip("/") + _HTTP_PATHS[signal]
+            parts = urlsplit(url)
+            url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + _HTTP_PATHS[signal]))
         result.append(Route(signal, "otlp", chosen, url))
     return tuple(result)
