@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from opentelemetry._logs import LogRecord
 
-from hookscope.telemetry.files import read_logs, read_metrics
+from hookscope.telemetry.files import TelemetryFileError, read_logs, read_metrics
 from hookscope.telemetry.setup import TelemetryConfigError, configure
+from hookscope.types import HookscopeError
 
 from .otlp_receivers import OtlpHttpReceiver, free_port
 
@@ -306,12 +307,9 @@ def test_bad_file_and_cardinality_arguments_are_refused(
     assert str(raised.value) == message
 
 
-def test_hookscope_errors_share_the_common_base() -> None:
-    import hookscope.types
-
-    base = getattr(hookscope.types, "HookscopeError", None)
-    if base is not None:  # the core's common base
-        assert issubclass(TelemetryConfigError, base)
+def test_telemetry_errors_derive_from_the_common_base() -> None:
+    assert issubclass(TelemetryConfigError, HookscopeError)
+    assert issubclass(TelemetryFileError, HookscopeError)
 
 
 # --- credentials in endpoint URLs ----------------------------------------------------------

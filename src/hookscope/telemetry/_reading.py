@@ -20,13 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, final
 
-try:
-    from hookscope.types import HookscopeError  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until the core's common base lands on main
-
-    class HookscopeError(Exception):  # type: ignore[no-redef]
-        """Base of every hookscope exception."""
-
+from hookscope.types import HookscopeError
 
 __all__ = [
     "LOGS_FILE",
@@ -65,7 +59,7 @@ _METRIC_TYPES: Final = {
 _SHAPE_ERRORS: Final = (AttributeError, KeyError, TypeError, ValueError, IndexError)
 
 
-class TelemetryFileError(HookscopeError, ValueError):  # type: ignore[misc]
+class TelemetryFileError(HookscopeError, ValueError):
     """A telemetry file holds a line that is not an OTLP/JSON export request."""
 
 

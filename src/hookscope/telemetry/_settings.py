@@ -34,14 +34,7 @@ from opentelemetry.sdk.environment_variables import (
 from hookscope.telemetry._endpoint import Signal, mask_url
 from hookscope.telemetry._exporters import OtlpProtocol
 from hookscope.telemetry.files import DEFAULT_KEEP_FILES, DEFAULT_MAX_FILE_BYTES
-
-try:
-    from hookscope.types import HookscopeError  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until the core's common base lands on main
-
-    class HookscopeError(Exception):  # type: ignore[no-redef]
-        """Base of every hookscope exception."""
-
+from hookscope.types import HookscopeError
 
 __all__ = [
     "DEFAULT_METRIC_CARDINALITY_LIMIT",
@@ -88,7 +81,7 @@ _BATCH_VARIABLES: Final = (
 )
 
 
-class TelemetryConfigError(HookscopeError, ValueError):  # type: ignore[misc]
+class TelemetryConfigError(HookscopeError, ValueError):
     """``configure()`` was given (or found in the environment) settings it cannot use."""
 
 
