@@ -246,3 +246,56 @@ async def test_a_session_exported_over_otlp_http_reads_back_from_phoenix(
         "hookscope.turn.outcome": "completed",
         "gen_ai.usage.input_tokens": 12,
     }
+
+
+def read_sessions(phoenix: Phoenix, project: str, expected: int) -> dict[str, dict[str, Any]]:
+    """Phoenix's sessions view of the project (``session_id`` → session) once complete."""
+    url = f"{phoenix.url}/v1/projects/{project}/sessions?limit=100"
+    deadline = time.monotonic() + READ_BACK_DEADLINE_S
+    sessions: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            sessions = get_json(url)["data"]
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+        if len(sessions) >= expected:
+            return {session["session_id"]: session for session in sessions}
+        time.sleep(0.2)
+    raise AssertionError(f"Phoenix lists {len(sessions)} of {expected} sessions")
+
+
+async def test_phoenix_sessions_view_groups_our_sessions_by_session_id(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = f"hookscope-sessions-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{phoenix.url}/v1/traces")
+    telemetry = configure(service_name="hookscope-e2e", directory=tmp_path, set_global=False)
+    # "turn" layout: each turn is its own trace, so one session spans several traces and only
+    # session.id ties them together; the other session keeps the default, one trace.
+    layouts = {"long-lived": ("turn", 2), "short": ("session", 1)}
+    for session_id, (layout, turns) in layouts.items():
+        runner = HookRunner(
+            [OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=layout)]
+        )
+        async with runner.session(agent_name="coder", session_id=session_id) as session:
+            for index in range(turns):
+                async with session.turn(f"prompt {index}") as turn:
+                    await turn.call_tool(ToolCall("view_file", {"path": "a.py"}), view_file)
+    assert telemetry.shutdown(timeout_s=10.0)
+
+    spans = read_spans(phoenix, project, expected=1 + 2 * 2 + 1 + 1 * 2)
+    sessions = read_sessions(phoenix, project, expected=2)
+    assert sorted(sessions) == ["long-lived", "short"]
+    trace_ids = {
+        session_id: {
+            span["context"]["trace_id"]
+            for span in spans
+            if span["attributes"]["session.id"] == session_id
+        }
+        for session_id in layouts
+    }
+    assert len(trace_ids["long-lived"]) == 3  # the session's own trace and one per turn
+    for session_id, session in sessions.items():
+        assert {t["trace_id"] for t in session["traces"]} == trace_ids[session_id]
