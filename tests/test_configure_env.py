@@ -339,3 +339,22 @@ def test_credentials_are_masked_in_configuration_errors(tmp_path: Path) -> None:
     assert str(raised.value) == (
         "endpoint='http://***@host:99999' has an invalid port; give a number from 1 to 65535"
     )
+
+
+def test_no_logging_filter_is_installed_on_any_logger(tmp_path: Path) -> None:
+    telemetry = configure(endpoint=CLOSED, directory=tmp_path, set_global=False)
+    telemetry.tracer_provider.get_tracer("t").start_span("lost").end()
+    telemetry.force_flush(timeout_s=2.0)
+    telemetry.shutdown(timeout_s=2.0)
+    loggers = [logging.getLogger()] + [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    ours = [
+        (logger.name, type(installed).__qualname__)
+        for logger in loggers
+        for installed in logger.filters
+        if type(installed).__module__.startswith("hookscope")
+    ]
+    assert ours == []
