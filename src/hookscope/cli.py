@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -138,11 +137,13 @@ def _positive(text: str) -> int:
 
 def _need(module: str, extra: str, what: str) -> None:
     """Fail with the install command when an optional dependency is missing."""
-    if importlib.util.find_spec(module) is None:
+    try:
+        importlib.import_module(module)
+    except ImportError:
         raise _InputError(
             f"{what} needs the {extra!r} extra ({module} is not installed): "
             f"pip install 'hookscope[{extra}]'"
-        )
+        ) from None
 
 
 def _demo(args: argparse.Namespace) -> int:
