@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from time import sleep
+from time import monotonic, sleep
 from typing import Any
 
 from opentelemetry.proto.collector.metrics.v1 import (
@@ -103,3 +103,18 @@ class GrpcSink(
             for scope_metrics in resource_metrics.scope_metrics:
                 self.metrics.extend(metric.name for metric in scope_metrics.metrics)
         return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+TELEMETRY_THREADS = ("Otel", "hookscope-telemetry")
+
+
+def wait_for_telemetry_threads(deadline_s: float = 20.0) -> None:
+    """Return once no export thread (the SDK's or hookscope's) runs; fail at the deadline."""
+    deadline = monotonic() + deadline_s
+    alive: list[str] = []
+    while monotonic() < deadline:
+        alive = [t.name for t in threading.enumerate() if t.name.startswith(TELEMETRY_THREADS)]
+        if not alive:
+            return
+        sleep(0.05)
+    raise AssertionError(f"telemetry threads still running after {deadline_s:.0f}s: {alive}")

@@ -38,7 +38,14 @@ from hookscope.telemetry.semconv import (
 from hookscope.telemetry.setup import Telemetry, TelemetryConfigError, configure
 from hookscope.types import ToolCall
 
-from .otlp_receivers import GrpcSink, OtlpHttpReceiver, file_names, free_port, hanging_endpoint
+from .otlp_receivers import (
+    GrpcSink,
+    OtlpHttpReceiver,
+    file_names,
+    free_port,
+    hanging_endpoint,
+    wait_for_telemetry_threads,
+)
 
 SESSION_SPANS = ["execute_tool echo", "execute_tool echo", "invoke_agent a", "session a"]
 
@@ -228,7 +235,8 @@ async def test_grpc_protocol_from_the_environment_exports_to_a_grpc_receiver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sink = GrpcSink()
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    executor = ThreadPoolExecutor(max_workers=2)
+    server = grpc.server(executor)
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(sink, server)
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(sink, server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -240,7 +248,8 @@ async def test_grpc_protocol_from_the_environment_exports_to_a_grpc_receiver(
         await run_session(telemetry)
         assert telemetry.shutdown()
     finally:
-        server.stop(grace=None)
+        server.stop(grace=None).wait()
+        executor.shutdown(wait=True)
     assert telemetry.traces_destination == f"http://127.0.0.1:{port} (OTLP grpc)"
     assert sorted(sink.spans) == SESSION_SPANS
     assert "hookscope.tool.calls" in sink.metrics
@@ -395,7 +404,10 @@ async def test_spans_dropped_from_a_full_queue_are_counted(
     assert processed["queue_full"] >= 50 - delivered > 0
 
 
-def test_shutdown_returns_within_its_timeout_when_the_endpoint_hangs(tmp_path: Path) -> None:
+def test_shutdown_returns_within_its_timeout_when_the_endpoint_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")  # so the abandoned export ends soon
     with hanging_endpoint() as url:
         telemetry = configure(endpoint=url, directory=tmp_path, set_global=False)
         telemetry.tracer_provider.get_tracer("t").start_span("stuck").end()
@@ -403,10 +415,14 @@ def test_shutdown_returns_within_its_timeout_when_the_endpoint_hangs(tmp_path: P
         finished = telemetry.shutdown(timeout_s=0.5)
         elapsed = monotonic() - started
     assert finished is False
-    assert elapsed < 1.5  # the exporter alone would wait for its 10 s request timeout
+    assert elapsed < 1.5  # the exporter alone would wait for its request timeout
+    wait_for_telemetry_threads()  # the endpoint is gone: the abandoned exports end
 
 
-def test_force_flush_returns_within_its_timeout_when_the_endpoint_hangs(tmp_path: Path) -> None:
+def test_force_flush_returns_within_its_timeout_when_the_endpoint_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
     with hanging_endpoint() as url:
         telemetry = configure(endpoint=url, directory=tmp_path, set_global=False)
         telemetry.tracer_provider.get_tracer("t").start_span("stuck").end()
@@ -416,6 +432,7 @@ def test_force_flush_returns_within_its_timeout_when_the_endpoint_hangs(tmp_path
         telemetry.shutdown(timeout_s=0.1)
     assert flushed is False
     assert elapsed < 1.5
+    wait_for_telemetry_threads()
 
 
 # --- globals (each in a fresh interpreter: the API sets them once per process) ------------
