@@ -429,14 +429,25 @@ def test_view_reports_problems_as_one_counted_warning_never_a_traceback(
 
     assert main(["demo", "--sessions", "2", "--directory", str(tmp_path)]) == 0
     capsys.readouterr()
+    odd_span = {  # valid OTLP, but an outcome that is an array and a turn index that is text
+        "spanId": "00000000000000aa",
+        "parentSpanId": "00000000000000bb",
+        "attributes": [
+            {"key": "session.id", "value": {"stringValue": "demo-0-0001"}},
+            {"key": "hookscope.turn.index", "value": {"stringValue": "first"}},
+            {"key": "hookscope.tool.outcome", "value": {"arrayValue": {"values": []}}},
+        ],
+    }
+    odd = {"resourceSpans": [{"scopeSpans": [{"spans": [odd_span]}]}]}
     with open(tmp_path / TRACES_FILE, "ab") as file:
         file.write(b"{oops\n")
         file.writelines(UNEXPECTED_LINES)
+        file.write(json.dumps(odd).encode() + b"\n")
     assert main(["view", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert "session demo-0-0001" in out
     assert err.startswith(
-        f"hookscope: warning: {tmp_path}: skipped 1 malformed line(s) and 5 unexpected record(s)"
+        f"hookscope: warning: {tmp_path}: skipped 1 malformed line(s) and 6 unexpected record(s)"
     )
     assert err.count("\n") == 1
     assert "Traceback" not in out + err

@@ -21,6 +21,7 @@ from rich.progress import Progress
 from hookscope.demo.agent import DemoAgent
 from hookscope.demo.timeline import (
     Tally,
+    drawable,
     is_session,
     render_sessions,
     span_dict,
@@ -132,7 +133,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _session_spans(
-    directory: str, chosen: set[str]
+    directory: str, chosen: set[str], problems: ReadProblems
 ) -> tuple[list[dict[str, object]], dict[str, int]]:
     """The spans of the ``chosen`` sessions (at most MAX_SPANS_PER_SESSION each) and overflow."""
     kept: dict[str, int] = {}
@@ -140,7 +141,10 @@ def _session_spans(
     spans = []
     for span in iter_spans(directory, ReadProblems()):  # problems were counted in pass one
         session_id = span["attributes"].get("session.id")
-        if session_id not in chosen:
+        if not isinstance(session_id, str) or session_id not in chosen:
+            continue
+        if not drawable(span):
+            problems.note("unexpected", f"span {span['span_id']}", "attributes of odd types")
             continue
         if kept.get(session_id, 0) >= MAX_SPANS_PER_SESSION and not is_session(span):
             left_out[session_id] = left_out.get(session_id, 0) + 1
@@ -149,6 +153,11 @@ def _session_spans(
         span.pop("resource", None)  # shared per batch, not needed to draw
         spans.append(span)
     return spans, left_out
+
+
+def _warn(directory: str, problems: ReadProblems) -> None:
+    if problems:
+        print(f"hookscope: warning: {directory}: {problems.summary()}", file=sys.stderr)
 
 
 def view(args: argparse.Namespace) -> int:
@@ -175,9 +184,8 @@ def view(args: argparse.Namespace) -> int:
     except (TelemetryFileError, OSError) as error:
         raise CommandError(f"cannot read {args.directory}: {error}") from None
     known = [session_id for _, session_id in sorted(sessions)]
-    if problems:
-        print(f"hookscope: warning: {args.directory}: {problems.summary()}", file=sys.stderr)
     if not known:
+        _warn(args.directory, problems)
         raise CommandError(f"{args.directory} holds no finished sessions yet")
     if args.session is not None:
         if args.session not in known:
@@ -186,11 +194,19 @@ def view(args: argparse.Namespace) -> int:
         chosen = [args.session]
     else:
         chosen = known[-args.last :]
-    spans, left_out = _session_spans(args.directory, set(chosen))
+    spans, left_out = _session_spans(args.directory, set(chosen), problems)
+    _warn(args.directory, problems)
     console = Console()
     if len(known) > len(chosen):
         console.print(f"{len(known) - len(chosen)} earlier sessions (in the summary; --last N)")
-    for timeline in render_sessions(spans):
+    try:
+        timelines = render_sessions(spans)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:  # a case drawable() missed
+        raise CommandError(
+            f"cannot draw the sessions in {args.directory} ({type(error).__name__}: {error}); "
+            "the summary below still holds. Please report this file"
+        ) from None
+    for timeline in timelines:
         console.print(timeline)
     for session_id, count in left_out.items():
         console.print(f"session {session_id}: {count} more spans not drawn")

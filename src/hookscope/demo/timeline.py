@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # only the demo's in-memory spans need the SDK; `hookscope vi
 __all__ = [
     "Summary",
     "Tally",
+    "drawable",
     "render",
     "render_sessions",
     "session_ids",
@@ -64,6 +65,27 @@ def span_dict(span: ReadableSpan) -> dict[str, Any]:
 
 def _ms(span: Span) -> float:
     return (int(span["end_time_unix_nano"]) - int(span["start_time_unix_nano"])) / 1e6
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def drawable(span: Span) -> bool:
+    """Whether the attributes the timeline keys, sorts or looks up by have usable types.
+
+    Files can hold valid OTLP whose values are not what hookscope wrote (an array where an
+    outcome belongs); such a span is left out of the drawing rather than breaking it.
+    """
+    a = span["attributes"]
+    index = a.get(sc.TURN_INDEX, 0)
+    return (
+        isinstance(index, int)
+        and not isinstance(index, bool)
+        and all(
+            isinstance(a.get(key, ""), _SCALARS)
+            for key in (sc.SESSION_ID, sc.TOOL_OUTCOME, sc.TURN_OUTCOME, sc.SESSION_OUTCOME)
+        )
+    )
 
 
 def is_session(span: Span) -> bool:

@@ -227,7 +227,7 @@ def _span(span: Mapping[str, Any], resource: Any, scope: Any) -> dict[str, Any]:
     return {
         "trace_id": str(span.get("traceId", "")),
         "span_id": str(span.get("spanId", "")),
-        "parent_span_id": span.get("parentSpanId") or None,
+        "parent_span_id": str(span["parentSpanId"]) if span.get("parentSpanId") else None,
         "name": str(span.get("name", "")),
         "kind": _enum(_SPAN_KINDS, span.get("kind", 0)),
         "start_time_unix_nano": _nanos(span.get("startTimeUnixNano")),
