@@ -204,7 +204,7 @@ def view(args: argparse.Namespace) -> int:
     except (TypeError, ValueError, KeyError, AttributeError) as error:  # a case drawable() missed
         raise CommandError(
             f"cannot draw the sessions in {args.directory} ({type(error).__name__}: {error}); "
-            "the summary below still holds. Please report this file"
+            "please report the file that caused it"
         ) from None
     for timeline in timelines:
         console.print(timeline)
