@@ -25,6 +25,7 @@ from hookscope.telemetry.files import (
     JsonLinesSpanExporter,
     ReadProblems,
     TelemetryFileError,
+    iter_spans,
     read_metrics,
     read_spans,
 )
@@ -467,3 +468,29 @@ def test_view_draws_the_latest_sessions_and_summarises_them_all(
     assert "session demo-0-0000" not in out
     [sessions_row] = [line for line in out.splitlines() if line.startswith("│ sessions ")]
     assert sessions_row.split("│")[2].strip() == "4"
+
+
+def test_reading_streams_memory_does_not_grow_with_the_directory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from hookscope.demo.timeline import Tally
+
+    batch = JsonLinesSpanExporter(tmp_path / "batch", max_file_bytes=64 * 1024)
+    batch.export(make_spans(20))
+    batch.shutdown()
+    line = (tmp_path / "batch" / TRACES_FILE).read_bytes()
+
+    def peak(lines: int) -> int:
+        directory = tmp_path / f"d{lines}"
+        directory.mkdir()
+        (directory / TRACES_FILE).write_bytes(line * lines)
+        tracemalloc.start()
+        tally = Tally()
+        for span in iter_spans(directory):
+            tally.add(span)
+        _, high = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return high
+
+    small, large = peak(50), peak(800)  # 16x the data
+    assert large < 2 * small
