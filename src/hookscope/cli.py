@@ -98,7 +98,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="script seed (0)")
     demo.add_argument("--otlp", metavar="URL", help="export to this OTLP endpoint instead")
     demo.add_argument(
-        "--prometheus-port", type=int, metavar="P", help="serve metrics at 127.0.0.1:P/metrics"
+        "--prometheus-port", type=_port, metavar="P", help="serve metrics at 127.0.0.1:P/metrics"
     )
     demo.add_argument(
         "--serve", action="store_true", help="with --prometheus-port: keep serving until Ctrl-C"
@@ -132,6 +132,16 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
     return value
 
 
