@@ -116,7 +116,7 @@ def run_demo(args: argparse.Namespace) -> int:
             console.print(f"telemetry exported to {mask_url(args.otlp)}")
         else:
             console.print(
-                f"telemetry written to {Path(args.directory) / TRACES_FILE} (and metrics); "
+                f"telemetry written to {Path(args.directory) / TRACES_FILE} (and metrics, logs); "
                 f"look again with: hookscope view {args.directory}"
             )
         if server is not None:
