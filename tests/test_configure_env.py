@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -212,7 +215,7 @@ def test_metric_streams_are_capped_by_an_sdk_view_with_the_standard_overflow_poi
         (
             {"OTEL_TRACES_EXPORTER": "jaeger"},
             "OTEL_TRACES_EXPORTER='jaeger': 'jaeger' is not an exporter hookscope builds; use a "
-            "comma-separated list of otlp, console, files, none",
+            "comma-separated list of otlp, console, files, prometheus, none",
         ),
         (
             {"OTEL_METRICS_EXPORTER": "none,console"},
@@ -358,3 +361,70 @@ def test_no_logging_filter_is_installed_on_any_logger(tmp_path: Path) -> None:
         if type(installed).__module__.startswith("hookscope")
     ]
     assert ours == []
+
+
+# --- OTEL_METRICS_EXPORTER=prometheus: a real scrape endpoint ------------------------------
+
+
+def test_prometheus_serves_a_scrape_endpoint_until_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "prometheus")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_PORT", str(port))
+    before = set(threading.enumerate())
+    telemetry = configure(directory=tmp_path, set_global=False)
+    assert telemetry.metrics_destination == (f"http://127.0.0.1:{port}/metrics (Prometheus scrape)")
+    telemetry.meter_provider.get_meter("t").create_counter("scraped.calls").add(3, {"k": "v"})
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        body = response.read().decode()
+    assert 'scraped_calls_total{k="v"' in body
+    assert telemetry.shutdown()
+    with pytest.raises(urllib.error.URLError, match="Connection refused"):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+    assert set(threading.enumerate()) - before == set()
+
+
+def test_a_prometheus_port_in_use_is_a_clean_error_and_leaves_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "prometheus")
+        monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+        monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_PORT", str(port))
+        before = set(threading.enumerate())
+        with pytest.raises(TelemetryConfigError) as raised:
+            configure(directory=tmp_path, set_global=False)
+    assert str(raised.value) == (
+        f"cannot serve Prometheus metrics on 127.0.0.1:{port} (Address already in use); "
+        "set OTEL_EXPORTER_PROMETHEUS_PORT to a free port"
+    )
+    assert set(threading.enumerate()) - before == set()
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        (
+            {"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "99999"},
+            "OTEL_EXPORTER_PROMETHEUS_PORT='99999' is not a port; give a number from 1 to 65535",
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "prometheus"},
+            "OTEL_TRACES_EXPORTER='prometheus': 'prometheus' serves metrics only; use it in "
+            "OTEL_METRICS_EXPORTER",
+        ),
+    ],
+)
+def test_bad_prometheus_settings_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], message: str
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(TelemetryConfigError) as raised:
+        configure(directory=tmp_path, set_global=False)
+    assert str(raised.value) == message

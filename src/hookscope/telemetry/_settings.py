@@ -8,7 +8,9 @@ Per signal (traces, metrics, logs), as the OpenTelemetry SDK's own auto-configur
 them:
 
 * ``OTEL_<SIGNAL>_EXPORTER``: a comma-separated list of ``otlp``, ``console``, ``files``
-  (hookscope's embedded default) or ``none``. Unset: ``otlp`` when an endpoint is configured
+  (hookscope's embedded default), ``prometheus`` (metrics only: a scrape endpoint on
+  ``OTEL_EXPORTER_PROMETHEUS_HOST``:``_PORT``, default ``localhost:9464``; the
+  ``hookscope[prometheus]`` extra) or ``none``. Unset: ``otlp`` when an endpoint is configured
   for the signal, else ``files``.
 * ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL``: ``http/protobuf`` (default), ``http/json`` or
   ``grpc``.
@@ -46,12 +48,13 @@ __all__ = [
     "cardinality_limit",
     "check_batch_variables",
     "file_limits",
+    "prometheus_address",
     "routes",
     "sdk_disabled",
 ]
 
 SIGNALS: Final[tuple[Signal, ...]] = ("traces", "metrics", "logs")
-EXPORTER_NAMES: Final = ("otlp", "console", "files", "none")
+EXPORTER_NAMES: Final = ("otlp", "console", "files", "prometheus", "none")
 #: Distinct attribute sets per metric stream; more go to one ``otel.metric.overflow=true``
 #: point (the SDK's own default, made explicit and adjustable).
 DEFAULT_METRIC_CARDINALITY_LIMIT: Final = 2000
@@ -170,6 +173,19 @@ def cardinality_limit(given: int | None) -> int:
     return _positive_int(CARDINALITY_ENV, raw)
 
 
+def prometheus_address() -> tuple[str, int]:
+    """Where ``OTEL_METRICS_EXPORTER=prometheus`` serves: ``OTEL_EXPORTER_PROMETHEUS_HOST``
+    (default ``localhost``) and ``_PORT`` (default 9464), as the SDK reads them."""
+    host = _env("OTEL_EXPORTER_PROMETHEUS_HOST") or "localhost"
+    raw = _env("OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
+    port = int(raw) if raw.isdigit() else 0
+    if not 1 <= port <= 65535:
+        raise TelemetryConfigError(
+            f"OTEL_EXPORTER_PROMETHEUS_PORT={raw!r} is not a port; give a number from 1 to 65535"
+        )
+    return host, port
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """One exporter of one signal: ``kind`` is an :data:`EXPORTER_NAMES` entry but ``none``.
@@ -257,6 +273,10 @@ def _exporter_names(signal: Signal, endpoint_set: bool) -> tuple[str, ...]:
         )
     if "none" in names and len(names) > 1:
         raise TelemetryConfigError(f"{variable}={raw!r}: 'none' cannot be combined with others")
+    if "prometheus" in names and signal != "metrics":
+        raise TelemetryConfigError(
+            f"{variable}={raw!r}: 'prometheus' serves metrics only; use it in OTEL_METRICS_EXPORTER"
+        )
     return () if names == ("none",) else names
 
 

@@ -44,6 +44,7 @@ class Telemetry:
 
     __slots__ = (
         "_closed",
+        "_closers",
         "_guards",
         "_lock",
         "_owned",
@@ -66,6 +67,7 @@ class Telemetry:
         logs_destination: str = "disabled",
         owned: Sequence[TracerProvider | LoggerProvider | MeterProvider | None] = (),
         guards: Sequence[ExportGuard] = (),
+        closers: Sequence[Callable[[], object]] = (),
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -77,6 +79,7 @@ class Telemetry:
         # go out too.
         self._owned = tuple(provider for provider in owned if provider is not None)
         self._guards = tuple(guards)
+        self._closers = tuple(closers)  # servers to stop once the providers are down
         self._lock = threading.Lock()
         self._closed = not self._owned
         if not self._closed:
@@ -130,6 +133,8 @@ class Telemetry:
             for provider in self._owned
         ]
         finished = run_bounded(steps, timeout_s, "shutdown")
+        for close in self._closers:
+            close()
         if not finished:
             for guard in self._guards:
                 guard.abandon()  # let the SDK's threads finish without waiting on the exporter

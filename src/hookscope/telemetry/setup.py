@@ -13,7 +13,7 @@ Where each signal (traces, metrics, logs) goes, decided per signal:
 * The application already installed a global provider for the signal (with ``set_global``):
   that provider, untouched. hookscope never replaces what an application set up.
 * Otherwise the exporters ``OTEL_<SIGNAL>_EXPORTER`` names (``otlp``, ``console``, ``files``,
-  ``none``; see :mod:`hookscope.telemetry._settings`). Unset: OTLP when an endpoint is
+  ``prometheus`` for metrics, ``none``; see :mod:`hookscope.telemetry._settings`). Unset: OTLP when an endpoint is
   configured (``endpoint=``, ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over
   ``http/protobuf`` (default), ``http/json`` or ``grpc``; else the embedded default:
   OTLP/JSON lines under ``directory`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``,
@@ -59,7 +59,11 @@ from opentelemetry.metrics._internal import _ProxyMeterProvider
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -84,6 +88,7 @@ from hookscope.telemetry._settings import (
     cardinality_limit,
     check_batch_variables,
     file_limits,
+    prometheus_address,
     routes,
     sdk_disabled,
 )
@@ -164,12 +169,16 @@ class _Builder:
         self.health = health
         self.guards: list[ExportGuard] = []
         self.cleanups: list[Callable[[], object]] = []
+        self.closers: list[Callable[[], object]] = []  # stopped by Telemetry.shutdown
+        self.scrape_url = ""
 
     def target(self, route: Route) -> Target:
         if route.kind == "files":
             return Target.file(route.signal, str(self.folder / _FILES[route.signal]))
         if route.kind == "console":
             return Target.console(route.signal)
+        if route.kind == "prometheus":
+            return Target(route.signal, self.scrape_url, "Check the scrape endpoint")
         assert route.url is not None
         return Target.otlp(route.signal, route.url, route.protocol)
 
@@ -220,6 +229,31 @@ class _Builder:
         guarded = GuardedLogExporter(inner, self.health, self.target(route))
         self.guards.append(guarded.guard)
         return guarded
+
+    def prometheus_reader(self) -> MetricReader:
+        """A scrape endpoint (``OTEL_METRICS_EXPORTER=prometheus``), with its own registry."""
+        host, port = prometheus_address()
+        try:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import CollectorRegistry, start_http_server
+        except ImportError:
+            raise TelemetryConfigError(
+                "OTEL_METRICS_EXPORTER=prometheus needs the 'prometheus' extra: "
+                "pip install 'hookscope[prometheus]'"
+            ) from None
+        registry = CollectorRegistry()  # per configuration: no clash with other registries
+        try:
+            server, _ = start_http_server(port, addr=host, registry=registry)
+        except OSError as error:
+            raise TelemetryConfigError(
+                f"cannot serve Prometheus metrics on {host}:{port} ({error.strerror or error}); "
+                "set OTEL_EXPORTER_PROMETHEUS_PORT to a free port"
+            ) from None
+        self.closers.append(server.shutdown)
+        self.closers.append(server.server_close)
+        self.cleanups.extend((server.shutdown, server.server_close))
+        self.scrape_url = f"http://{host}:{server.server_port}/metrics (Prometheus scrape)"
+        return PrometheusMetricReader(registry=registry)
 
     def undo(self) -> None:
         """Stop whatever was built (in reverse), quietly: configure() is failing anyway."""
@@ -348,8 +382,10 @@ def _build(
     owned_meter: MeterProvider | None = None
     metrics_destination = _EXISTING
     if meter_provider is None:
-        readers = [
-            PeriodicExportingMetricReader(
+        readers: list[MetricReader] = [
+            builder.prometheus_reader()
+            if route.kind == "prometheus"
+            else PeriodicExportingMetricReader(
                 builder.metric_exporter(route), export_interval_millis=interval_ms
             )
             for route in chosen["metrics"]
@@ -421,4 +457,5 @@ def _build(
         logs_destination=logs_destination,
         owned=(owned_tracer, owned_logger, owned_meter),
         guards=builder.guards,
+        closers=builder.closers,
     )
