@@ -13,8 +13,8 @@ Where each signal (traces, metrics, logs) goes, decided per signal:
 * The application already installed a global provider for the signal (with ``set_global``):
   that provider, untouched. hookscope never replaces what an application set up.
 * Otherwise the exporters ``OTEL_<SIGNAL>_EXPORTER`` names (``otlp``, ``console``, ``files``,
-  ``prometheus`` for metrics, ``none``; see :mod:`hookscope.telemetry._settings`). Unset: OTLP when an endpoint is
-  configured (``endpoint=``, ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over
+  ``prometheus`` for metrics, ``none``; see :mod:`hookscope.telemetry._settings`). Unset:
+  OTLP when an endpoint is configured (``endpoint=``, ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over
   ``http/protobuf`` (default), ``http/json`` or ``grpc``; else the embedded default:
   OTLP/JSON lines under ``directory`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``,
   rotated at ``max_file_bytes``; see :mod:`hookscope.telemetry.files`), which
