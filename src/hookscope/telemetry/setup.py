@@ -14,8 +14,9 @@ Where each signal (traces, metrics, logs) goes, decided per signal:
   that provider, untouched. hookscope never replaces what an application set up.
 * Otherwise the exporters ``OTEL_<SIGNAL>_EXPORTER`` names (``otlp``, ``console``, ``files``,
   ``prometheus`` for metrics, ``none``; see :mod:`hookscope.telemetry._settings`). Unset:
-  OTLP when an endpoint is configured (``endpoint=``, ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over
-  ``http/protobuf`` (default), ``http/json`` or ``grpc``; else the embedded default:
+  OTLP when an endpoint is configured (``endpoint=``,
+  ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over ``http/protobuf`` (default),
+  ``http/json`` or ``grpc``; else the embedded default:
   OTLP/JSON lines under ``directory`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``,
   rotated at ``max_file_bytes``; see :mod:`hookscope.telemetry.files`), which
   ``hookscope view`` reads.
