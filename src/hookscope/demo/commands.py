@@ -160,6 +160,35 @@ def _warn(directory: str, problems: ReadProblems) -> None:
         print(f"hookscope: warning: {directory}: {problems.summary()}", file=sys.stderr)
 
 
+def _scan(directory: str, problems: ReadProblems) -> tuple[Tally, list[str]]:
+    """Pass one: the totals, and every session's id in start order."""
+    tally = Tally()
+    sessions: list[tuple[int, str]] = []
+    try:
+        for span in iter_spans(directory, problems):
+            tally.add(span)
+            if is_session(span):
+                start = span["start_time_unix_nano"]
+                sessions.append((start, str(span["attributes"].get("session.id"))))
+    except FileNotFoundError:
+        raise CommandError(
+            f"no telemetry in {directory}: run `hookscope demo` first, or pass the "
+            "directory configure() wrote to"
+        ) from None
+    except (TelemetryFileError, OSError) as error:
+        raise CommandError(f"cannot read {directory}: {error}") from None
+    return tally, [session_id for _, session_id in sorted(sessions)]
+
+
+def _chosen(args: argparse.Namespace, known: list[str]) -> list[str]:
+    if args.session is None:
+        return known[-args.last :]
+    if args.session not in known:
+        latest = ", ".join(known[-5:])
+        raise CommandError(f"no session {args.session!r} in {args.directory}; latest: {latest}")
+    return [args.session]
+
+
 def view(args: argparse.Namespace) -> int:
     """Print the timelines of the latest sessions the embedded default wrote, and a summary.
 
@@ -168,32 +197,11 @@ def view(args: argparse.Namespace) -> int:
     Malformed or unexpected records are skipped and reported as one counted warning.
     """
     problems = ReadProblems()
-    tally = Tally()
-    sessions: list[tuple[int, str]] = []
-    try:
-        for span in iter_spans(args.directory, problems):
-            tally.add(span)
-            if is_session(span):
-                start = span["start_time_unix_nano"]
-                sessions.append((start, str(span["attributes"].get("session.id"))))
-    except FileNotFoundError:
-        raise CommandError(
-            f"no telemetry in {args.directory}: run `hookscope demo` first, or pass the "
-            "directory configure() wrote to"
-        ) from None
-    except (TelemetryFileError, OSError) as error:
-        raise CommandError(f"cannot read {args.directory}: {error}") from None
-    known = [session_id for _, session_id in sorted(sessions)]
+    tally, known = _scan(args.directory, problems)
     if not known:
         _warn(args.directory, problems)
         raise CommandError(f"{args.directory} holds no finished sessions yet")
-    if args.session is not None:
-        if args.session not in known:
-            latest = ", ".join(known[-5:])
-            raise CommandError(f"no session {args.session!r} in {args.directory}; latest: {latest}")
-        chosen = [args.session]
-    else:
-        chosen = known[-args.last :]
+    chosen = _chosen(args, known)
     spans, left_out = _session_spans(args.directory, set(chosen), problems)
     _warn(args.directory, problems)
     console = Console()
