@@ -328,7 +328,9 @@ def test_credentials_in_an_endpoint_are_masked_in_repr_and_logs(
     telemetry.force_flush(timeout_s=2.0)
     assert telemetry.shutdown(timeout_s=2.0)
     shown = repr(telemetry)
-    masked = f"http://***@{CLOSED.removeprefix('http://')}/base/v1/traces?token=***"
+    masked = (
+        f"http://agent:[REDACTED]@{CLOSED.removeprefix('http://')}/base/v1/traces?token=[REDACTED]"
+    )
     assert f"traces='{masked}" in shown
     for secret in ("s3cret", "t0ken"):
         assert secret not in shown
@@ -340,7 +342,8 @@ def test_credentials_are_masked_in_configuration_errors(tmp_path: Path) -> None:
     with pytest.raises(TelemetryConfigError) as raised:
         configure(endpoint="http://agent:s3cret@host:99999", directory=tmp_path, set_global=False)
     assert str(raised.value) == (
-        "endpoint='http://***@host:99999' has an invalid port; give a number from 1 to 65535"
+        "endpoint='http://agent:[REDACTED]@host:99999' has an invalid port; give a number from "
+        "1 to 65535"
     )
 
 

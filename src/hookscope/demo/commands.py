@@ -28,9 +28,10 @@ from hookscope.demo.timeline import (
     summarize,
     summary_table,
 )
-from hookscope.telemetry._endpoint import mask_url, probe, probe_address
+from hookscope.telemetry._endpoint import probe, probe_address
 from hookscope.telemetry.files import TRACES_FILE, ReadProblems, TelemetryFileError, iter_spans
 from hookscope.telemetry.otel_hook import OTelHook
+from hookscope.telemetry.redaction import mask_url
 from hookscope.telemetry.setup import TelemetryConfigError, configure
 
 __all__ = ["CommandError", "run_demo", "view"]

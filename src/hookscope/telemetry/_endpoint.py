@@ -1,8 +1,8 @@
 """Export destinations: how they are named in messages, and the probe that checks one is up.
 
 A :class:`Target` is where one signal goes, as log messages show it: credentials in an
-endpoint URL (``https://user:secret@host``) and query values (``?api_key=…``) never reach a
-log line, an error message or ``repr(Telemetry)`` (:func:`mask_url`).
+endpoint URL (``https://user:secret@host``, ``?api_key=…``) never reach a log line, an error
+message or ``repr(Telemetry)`` (:func:`hookscope.telemetry.redaction.mask_url`).
 
 The probe: before the first export to an OTLP endpoint, and after a failure, a TCP connect to
 its host and port (at most :data:`PROBE_TIMEOUT_S`) must succeed before a batch is encoded
@@ -15,13 +15,14 @@ import socket
 import urllib.request
 from dataclasses import dataclass
 from typing import Final, Literal
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+from hookscope.telemetry.redaction import mask_url
 
 __all__ = [
     "PROBE_TIMEOUT_S",
     "Signal",
     "Target",
-    "mask_url",
     "probe",
     "probe_address",
 ]
@@ -32,25 +33,6 @@ Signal = Literal["traces", "metrics", "logs"]
 PROBE_TIMEOUT_S: Final = 0.2
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-_MASK: Final = "***"
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its user information and query values replaced by ``***``.
-
-    ``https://user:pw@host:4318/v1/traces?key=abc`` becomes
-    ``https://***@host:4318/v1/traces?key=***``. A gRPC ``host:port`` target passes unchanged.
-    """
-    parts = urlsplit(url if "://" in url else f"//{url}")
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{_MASK}@{netloc.rpartition('@')[2]}"
-    query = parts.query
-    if query:
-        pairs = [pair.partition("=") for pair in query.split("&")]
-        query = urlencode([(key, _MASK) for key, _, _ in pairs], safe="*")
-    masked = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    return masked if "://" in url else masked.removeprefix("//")
 
 
 @dataclass(frozen=True, slots=True)
