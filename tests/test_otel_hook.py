@@ -921,3 +921,89 @@ async def test_odd_arguments_under_content_capture_keep_a_denial_recorded_as_den
     assert attributes["gen_ai.tool.call.arguments"] == (
         """{"path": "/etc/x", "odd": {"b'raw'": "<object>", "('k', 1)": [1, 2]}}"""
     )
+
+
+class _Run:
+    """Shaped like hookscope.runner.HookRun: what the runner hands observers around a run."""
+
+    def __init__(self, hook_name: str, hook_type: str, event: str = "pre_tool_call") -> None:
+        self.event = event
+        self.hook_name = hook_name
+        self.hook_type = hook_type
+        self.attributes: dict[str, Any] = {}
+        self.verdict = "none"
+        self.error: BaseException | None = None
+        self.duration_s = 0.0
+        self.state: Any = None
+
+
+async def test_a_command_hook_run_is_an_execute_hook_span_current_while_it_runs(
+    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+) -> None:
+    from opentelemetry import trace
+
+    run = _Run("guard-shell", "command")
+    runner = HookRunner([otel_hook])
+    async with runner.session(session_id="s1") as session, session.turn() as turn:
+        otel_hook.hook_run_started(run, turn.context)
+        inside = trace.get_current_span()
+        run.attributes.update({"process.exit.code": 2, "process.executable.name": "guard.sh"})
+        run.verdict = "deny"
+        otel_hook.hook_run_finished(run, turn.context)
+        after = trace.get_current_span()
+    spans = {s.name: s for s in span_exporter.get_finished_spans()}
+    hook_span = spans["execute_hook guard-shell"]
+    assert inside.get_span_context() == hook_span.context
+    assert after.get_span_context() == spans["invoke_agent agent"].context
+    assert hook_span.parent == spans["invoke_agent agent"].context
+    assert hook_span.kind.name == "INTERNAL"
+    assert dict(hook_span.attributes or {}) == {
+        "hookscope.hook.name": "guard-shell",
+        "hookscope.hook.event": "pre_tool_call",
+        "hookscope.hook.type": "command",
+        "openinference.span.kind": "CHAIN",
+        "session.id": "s1",
+        "process.exit.code": 2,
+        "process.executable.name": "guard.sh",
+        "hookscope.hook.verdict": "deny",
+    }
+    assert hook_span.status.status_code.name == "UNSET"
+
+
+async def test_a_failed_prompt_hook_run_ends_its_span_as_an_error(
+    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+) -> None:
+    run = _Run("judge", "prompt", event="pre_turn")
+    async with HookRunner([otel_hook]).session() as session, session.turn() as turn:
+        otel_hook.hook_run_started(run, turn.context)
+        run.attributes["gen_ai.request.model"] = "judge-1"
+        run.error = TimeoutError("model slow")
+        otel_hook.hook_run_finished(run, turn.context)
+    (hook_span,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_hook judge"]
+    attributes = dict(hook_span.attributes or {})
+    assert (attributes["error.type"], attributes["hookscope.hook.verdict"]) == (
+        "TimeoutError",
+        "none",
+    )
+    assert attributes["gen_ai.request.model"] == "judge-1"
+    assert hook_span.status.status_code.name == "ERROR"
+    assert hook_span.status.description == "TimeoutError"
+
+
+async def test_two_otel_hooks_each_record_a_hook_run(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    first, second = (
+        OTelHook(tracer_provider, meter_provider),
+        OTelHook(tracer_provider, meter_provider),
+    )
+    run = _Run("h", "command")
+    async with HookRunner([first, second]).session() as session, session.turn() as turn:
+        first.hook_run_started(run, turn.context)
+        second.hook_run_started(run, turn.context)
+        second.hook_run_finished(run, turn.context)
+        first.hook_run_finished(run, turn.context)
+    names = [s.name for s in span_exporter.get_finished_spans()]
+    assert names.count("execute_hook h") == 2

@@ -17,10 +17,12 @@ scope's span is ended in a ``finally``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from contextvars import Token
 from time import perf_counter
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, Protocol, final
 
+from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
@@ -48,6 +50,29 @@ LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _MAX_REASON: Final = 256
+
+
+class HookRunLike(Protocol):
+    """What OTelHook reads of :class:`hookscope.runner.HookRun` (one command or prompt hook run)."""
+
+    event: str
+    hook_name: str
+    hook_type: str
+    attributes: MutableMapping[str, str | int | float | bool]
+    verdict: str
+    error: BaseException | None
+    state: Any
+
+
+@final
+class _HookRunSpan:
+    """The ``execute_hook`` span of one run, and the token that made it current."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Span, token: Token[Context]) -> None:
+        self.span = span
+        self.token = token
 
 
 @final
@@ -286,6 +311,57 @@ class OTelHook(DispatchObserver):
                 session.denied_calls += 1
             elif raised is not None:
                 session.tool_errors += 1
+
+    # --- command and prompt hook runs ---
+
+    def hook_run_started(self, run: HookRunLike, context: HookContext) -> None:
+        """Open ``execute_hook {name}`` under the scope's span and make it current.
+
+        Current, so that a command hook's ``TRACEPARENT`` (or a prompt hook's HTTP client)
+        continues this span's trace.
+        """
+        scope = self._scopes.get(id(context))
+        parent = trace.set_span_in_context(scope.span) if scope is not None else None
+        attributes: dict[str, Any] = {
+            sc.HOOK_NAME: run.hook_name,
+            sc.HOOK_EVENT: run.event,
+            sc.HOOK_TYPE: run.hook_type,
+            sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
+        }
+        session_id = getattr(context, "session_id", None)
+        if session_id is not None:
+            attributes[sc.SESSION_ID] = session_id
+        span = self._tracer.start_span(
+            sc.SPAN_HOOK.format(run.hook_name), context=parent, attributes=attributes
+        )
+        try:
+            token = otel_context.attach(trace.set_span_in_context(span))
+        except BaseException:
+            span.end()
+            raise
+        states = run.state if isinstance(run.state, dict) else {}
+        # Keyed by observer: two OTelHooks on one runner each keep their own span.
+        states[self] = _HookRunSpan(span, token)
+        run.state = states
+
+    def hook_run_finished(self, run: HookRunLike, context: HookContext) -> None:
+        """End the run's span with the hook's attributes, its verdict and any error."""
+        states = run.state
+        record = states.pop(self, None) if isinstance(states, dict) else None
+        if record is None:
+            return
+        span = record.span
+        try:
+            if span.is_recording():
+                span.set_attributes(run.attributes)
+                span.set_attribute(sc.HOOK_VERDICT, run.verdict)
+                if run.error is not None:
+                    fail(span, run.error)
+        finally:
+            try:
+                otel_context.detach(record.token)
+            finally:
+                span.end()
 
     # --- dispatches ---
 

@@ -57,6 +57,7 @@ SPAN_TURN: Final = "invoke_agent {}"
 SPAN_TOOL: Final = "execute_tool {}"
 SPAN_INTERACTION: Final = "interaction {}"
 SPAN_CHAT: Final = "chat {}"
+SPAN_HOOK: Final = "execute_hook {}"
 
 # --- gen_ai.operation.name values ---
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
@@ -103,6 +104,10 @@ GUARDRAIL_DECIDED_BY: Final = "hookscope.guardrail.decided_by"
 GUARDRAIL_REASON: Final = "hookscope.guardrail.reason"
 HOOK_NAME: Final = "hookscope.hook.name"
 HOOK_EVENT: Final = "hookscope.hook.event"
+#: How a hook runs: ``python``, ``command`` or ``prompt`` (DESIGN §7).
+HOOK_TYPE: Final = "hookscope.hook.type"
+#: What a command or prompt hook run said: ``allow``, ``deny``, ``ask`` or ``none``.
+HOOK_VERDICT: Final = "hookscope.hook.verdict"
 #: The signal a telemetry export carried: ``traces`` or ``metrics``.
 TELEMETRY_SIGNAL: Final = "hookscope.telemetry.signal"
 
