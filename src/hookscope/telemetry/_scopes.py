@@ -1,103 +1,267 @@
-"""Per-scope state of :class:`~hookscope.telemetry.otel_hook.OTelHook`: a span and its bookkeeping.
+"""Span records: OTelHook's state for one scope, model call or hook run.
 
-Each scope's span is made current (attached) when the scope opens and detached when it closes;
-the runner opens and closes a scope in the same task, so the context token is always valid.
+One record per span, in the manner of ``opentelemetry-util-genai``'s invocation objects: the
+span, the OTel context that carries it, the token that made it current, its start time and the
+bookkeeping its end needs. A scope's record is stored on the scope's own
+:class:`~hookscope.context.HookContext` (under a key private to one OTelHook), so it is found
+from the context, lives exactly as long as the scope, and is never keyed by ``id()``.
+
+A record is made current with :meth:`SpanRecord.activate` and detached with
+:meth:`SpanRecord.deactivate`, which is safe in any task: a scope closed in another task than
+the one that opened it detaches in the opening task's context where Python allows it (3.12+),
+and never raises there (the OTel API would log a ``ValueError`` for a foreign token).
 """
 
 from __future__ import annotations
 
-from time import perf_counter
-from typing import final
+import asyncio
+import logging
+from contextvars import Token
+from time import time_ns
+from typing import TYPE_CHECKING, Any, final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
 
 from hookscope.telemetry import semconv as sc
 from hookscope.types import Usage
 
-__all__ = ["OperationScope", "Scope", "SessionScope", "TurnScope", "fail", "usage_attributes"]
+if TYPE_CHECKING:
+    from hookscope.types import LlmRequest
+
+__all__ = [
+    "ChatRecord",
+    "HookRunRecord",
+    "OperationRecord",
+    "SessionRecord",
+    "SpanRecord",
+    "TurnRecord",
+    "error_type",
+    "fail",
+    "usage_attributes",
+]
+
+logger = logging.getLogger("hookscope")
+
+
+def error_type(error: BaseException) -> str:
+    """The low-cardinality ``error.type`` of ``error``: its class name, never its message."""
+    return type(error).__name__
 
 
 def fail(span: Span, error: BaseException) -> str:
     """Mark ``span`` as ended by ``error`` (never its message: it may carry secrets)."""
-    error_type = type(error).__name__
-    span.set_attribute(sc.ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR, error_type))
-    return error_type
+    kind = error_type(error)
+    span.set_attribute(sc.ERROR_TYPE, kind)
+    span.set_status(Status(StatusCode.ERROR, kind))
+    return kind
 
 
 def usage_attributes(usage: Usage) -> dict[str, int]:
-    return {
+    """``gen_ai.usage.*`` and OpenInference ``llm.token_count.*`` for one model response.
+
+    Cache and reasoning counts appear only when the provider reported them (non-zero): the
+    conventions count them inside the input and output totals.
+    """
+    attributes = {
         sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
         sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+        sc.LLM_TOKEN_COUNT_PROMPT: usage.input_tokens,
+        sc.LLM_TOKEN_COUNT_COMPLETION: usage.output_tokens,
+        sc.LLM_TOKEN_COUNT_TOTAL: usage.input_tokens + usage.output_tokens,
     }
+    cache_read = getattr(usage, "cache_read_tokens", 0)
+    if cache_read:
+        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
+        attributes[sc.LLM_TOKEN_COUNT_CACHE_READ] = cache_read
+    cache_creation = getattr(usage, "cache_creation_tokens", 0)
+    if cache_creation:
+        attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_creation
+        attributes[sc.LLM_TOKEN_COUNT_CACHE_WRITE] = cache_creation
+    reasoning = getattr(usage, "reasoning_tokens", 0)
+    if reasoning:
+        attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
+        attributes[sc.LLM_TOKEN_COUNT_REASONING] = reasoning
+    return attributes
 
 
-class Scope:
-    __slots__ = ("agent", "metric_agent", "span", "token")
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop: a synchronous caller
+        return None
 
-    def __init__(self, span: Span, agent: str, metric_agent: str) -> None:
+
+class SpanRecord:
+    """One span and what its end needs.
+
+    Args:
+        span: The started span.
+        start_ns: Its start time (``time.time_ns()``), also the start of its duration metric:
+            a span and its histogram report one measured duration.
+        agent: The agent name as spans show it.
+        metric_agent: The agent name as metrics label it (past the cardinality guard).
+    """
+
+    __slots__ = (
+        "agent",
+        "context",
+        "metric_agent",
+        "owner",
+        "recording",
+        "span",
+        "start_ns",
+        "token",
+    )
+
+    def __init__(self, span: Span, start_ns: int, agent: str, metric_agent: str) -> None:
         self.span = span
-        self.agent = agent  # as spans name it
-        self.metric_agent = metric_agent  # as metrics label it: past the cardinality guard
-        self.token = otel_context.attach(trace.set_span_in_context(span))
+        #: False for a sampled-out span: nothing is built for it beyond what metrics need.
+        self.recording = span.is_recording()
+        self.start_ns = start_ns
+        self.agent = agent
+        self.metric_agent = metric_agent
+        #: The OTel context carrying this span: made current while the span is, and the context
+        #: its histogram values are recorded in (so exemplars point at this span).
+        self.context: Context = trace.set_span_in_context(span)
+        self.token: Token[Context] | None = None
+        self.owner: asyncio.Task[Any] | None = None
 
-    def close(self) -> None:
+    def activate(self) -> None:
+        """Make the span current in this task until :meth:`deactivate`."""
+        self.token = otel_context.attach(self.context)
+        self.owner = _current_task()
+
+    def deactivate(self) -> None:
+        """Undo :meth:`activate`; safe from another task, and when never activated."""
+        token, self.token = self.token, None
+        if token is None:
+            return
+        owner, self.owner = self.owner, None
+        if owner is _current_task():
+            otel_context.detach(token)
+            return
+        # Closed from another task: the token belongs to the opening task's context.
+        get_context = getattr(owner, "get_context", None)  # Python 3.12+
+        if get_context is not None:
+            try:
+                get_context().run(otel_context.detach, token)
+                return
+            except RuntimeError:  # that context is running right now (another thread)
+                pass
+        logger.debug(
+            "hookscope: a span was ended in another task than the one it was made current in; "
+            "it stays current in that task until the task ends"
+        )
+
+    def end(self, error: BaseException | None = None, end_ns: int | None = None) -> int:
+        """Detach and end the span (as failed when ``error``); return its end time."""
+        end_ns = end_ns or time_ns()
         try:
-            otel_context.detach(self.token)
+            if error is not None and self.recording:
+                fail(self.span, error)
         finally:
-            self.span.end()
+            try:
+                self.deactivate()
+            finally:
+                self.span.end(end_time=end_ns)
+        return end_ns
+
+    def seconds(self, end_ns: int) -> float:
+        """The span's duration in seconds, had it ended at ``end_ns``."""
+        return (end_ns - self.start_ns) / 1e9
 
 
 @final
-class SessionScope(Scope):
-    __slots__ = ("denied_calls", "tool_calls", "tool_errors", "turns")
+class SessionRecord(SpanRecord):
+    """A session span and the counts its end reports."""
 
-    def __init__(self, span: Span, agent: str, metric_agent: str) -> None:
-        super().__init__(span, agent, metric_agent)
+    __slots__ = ("denied_calls", "provider", "tool_calls", "tool_errors", "turns")
+
+    def __init__(
+        self, span: Span, start_ns: int, agent: str, metric_agent: str, provider: str | None
+    ) -> None:
+        super().__init__(span, start_ns, agent, metric_agent)
+        self.provider = provider
         self.turns = self.tool_calls = self.denied_calls = self.tool_errors = 0
 
 
 @final
-class TurnScope(Scope):
-    __slots__ = ("blocked_by", "chat", "model", "session", "started", "usage", "usage_recorded")
+class TurnRecord(SpanRecord):
+    """An ``invoke_agent`` span, with its model call in flight and its blocking hook."""
+
+    __slots__ = ("blocked_by", "chat", "prompt", "provider", "session")
 
     def __init__(
-        self, span: Span, agent: str, metric_agent: str, session: SessionScope | None
+        self,
+        span: Span,
+        start_ns: int,
+        agent: str,
+        metric_agent: str,
+        session: SessionRecord | None,
+        provider: str | None,
+        prompt: Any = None,
     ) -> None:
-        super().__init__(span, agent, metric_agent)
+        super().__init__(span, start_ns, agent, metric_agent)
         self.session = session
-        self.started = perf_counter()
+        self.provider = provider
+        self.prompt = prompt
         self.blocked_by: str | None = None
-        self.chat: Span | None = None
-        self.usage: Usage | None = None
-        self.model: str | None = None
-        self.usage_recorded = False
+        self.chat: ChatRecord | None = None
 
 
 @final
-class OperationScope(Scope):
-    __slots__ = (
-        "error_type",
-        "executed_s",
-        "outcome",
-        "policy_hook",
-        "run_started",
-        "session",
-        "tool",
-        "turn",
-    )
+class ChatRecord(SpanRecord):
+    """A ``chat {model}`` span: one model call, current while its request and response are
+    reported."""
+
+    __slots__ = ("model", "provider", "request")
 
     def __init__(
-        self, span: Span, agent: str, metric_agent: str, turn: TurnScope | None, tool: str
+        self,
+        span: Span,
+        start_ns: int,
+        agent: str,
+        metric_agent: str,
+        request: LlmRequest,
+        provider: str | None,
     ) -> None:
-        super().__init__(span, agent, metric_agent)
+        super().__init__(span, start_ns, agent, metric_agent)
+        self.request = request
+        self.model = request.model
+        self.provider = provider
+
+
+@final
+class OperationRecord(SpanRecord):
+    """A tool call's ``execute_tool`` span or an interaction's span."""
+
+    __slots__ = ("error_type", "outcome", "policy_hook", "ran", "session", "tool", "turn")
+
+    def __init__(
+        self,
+        span: Span,
+        start_ns: int,
+        agent: str,
+        metric_agent: str,
+        turn: TurnRecord | None,
+        tool: str,
+    ) -> None:
+        super().__init__(span, start_ns, agent, metric_agent)
         self.turn = turn
         self.session = turn.session if turn is not None else None
         self.tool = tool
         self.outcome: str | None = None
         self.policy_hook: str | None = None
         self.error_type: str | None = None
-        self.run_started = 0.0
-        self.executed_s: float | None = None
+        #: The tool was allowed to run: its duration is recorded.
+        self.ran = False
+
+
+@final
+class HookRunRecord(SpanRecord):
+    """An ``execute_hook`` span around one command or prompt hook run."""
+
+    __slots__ = ()
