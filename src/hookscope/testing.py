@@ -61,9 +61,8 @@ def span_tree(
     """Finished spans as nested dicts, roots first and siblings in start order.
 
     Each node holds ``name``, ``attributes`` (all but ``exclude``, or only ``keys``),
-    ``events`` (as ``(name, attributes)`` pairs), ``status`` (``UNSET``, ``OK``, ``ERROR``),
-    ``kind`` when it is not ``INTERNAL``, and ``children`` when it has any. A span whose parent
-    is not among ``spans`` is a root.
+    ``events`` (as ``(name, attributes)`` pairs), ``status`` (``UNSET``, ``OK``, ``ERROR``)
+    and ``children`` when it has any. A span whose parent is not among ``spans`` is a root.
     """
     wanted = frozenset(keys) if keys is not None else None
     left_out = frozenset(exclude)
@@ -88,8 +87,6 @@ def span_tree(
             "events": [(event.name, keep(event.attributes)) for event in span.events],
             "status": span.status.status_code.name,
         }
-        if span.kind.name != "INTERNAL":
-            result["kind"] = span.kind.name
         span_id = span.context.span_id if span.context is not None else None
         children = sorted(by_parent.get(span_id, []), key=lambda s: s.start_time or 0)
         if children:
@@ -194,7 +191,7 @@ def recording(
     tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
     metric_reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[metric_reader])
-    log_exporter = InMemoryLogRecordExporter()
+    log_exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
     options: dict[str, Any] = {}

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sized
 from time import time_ns
 from typing import Any, Final
 
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Tracer
 
 from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
@@ -21,6 +22,7 @@ from hookscope.telemetry._scopes import (
     ChatRecord,
     OperationRecord,
     SessionRecord,
+    SpanRecord,
     TurnRecord,
     error_type,
     usage_attributes,
@@ -58,9 +60,34 @@ class EventHandlers:
             "post_tool_call": (operation_key, self._post_tool_call),
             "on_tool_error": (operation_key, self._on_tool_error),
             "on_interaction": (operation_key, self._on_interaction),
-            "pre_compaction": (turn_key, self._pre_compaction),  # type: ignore[dict-item]
+            "pre_compaction": (turn_key, self._pre_compaction),
             "on_compaction": (turn_key, self._on_compaction),
         }
+
+    def child_span(
+        self,
+        parent: SpanRecord | None,
+        name: str,
+        argument: str,
+        start_ns: int,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> tuple[Span, Context | None]:
+        """Start span ``name.format(argument)`` under ``parent``'s span, or reuse a sampled-out
+        parent's span.
+
+        Below a span nobody records, hookscope starts none (as parent-based samplers, the
+        SDK's default, decide anyway), so a sampled-out session costs no span objects, names
+        or attributes. Returns the span and, when reused, the parent's context that carries it.
+        """
+        if parent is not None and not parent.recording:
+            return parent.span, parent.context
+        span = self._tracer.start_span(
+            name.format(argument),
+            context=parent.context if parent is not None else None,
+            kind=kind,
+            start_time=start_ns,
+        )
+        return span, None
 
     # --- sessions and turns ---
 
@@ -90,7 +117,7 @@ class EventHandlers:
             return
         span = record.span
         attributes: dict[str, Any] = {}
-        provider = getattr(response, "provider", None)
+        provider = response.provider
         if provider is not None and record.provider is None:
             attributes[sc.GEN_AI_PROVIDER_NAME] = provider
         if response.usage is not None:  # the turn's totals: on its span, not in the metric
@@ -98,7 +125,7 @@ class EventHandlers:
         if attributes:
             span.set_attributes(attributes)
         if response.text and (self._messages.on_spans or self._messages.on_events):
-            finish_reasons = tuple(getattr(response, "finish_reasons", ()) or ())
+            finish_reasons = tuple(response.finish_reasons)
             self._messages.exchange(
                 span,
                 record.context,
@@ -222,7 +249,7 @@ class EventHandlers:
             attributes[sc.COMPACTION_SUMMARY_LENGTH] = len(summary)
             if by is not None:
                 attributes[sc.COMPACTION_SUMMARIZED_BY] = by
-        record.span.add_event(sc.EVENT_NAMES["pre_compaction"], attributes)  # type: ignore[index]
+        record.span.add_event(sc.EVENT_NAMES["pre_compaction"], attributes)
 
     def _on_compaction(self, record: TurnRecord, summary: str, result: Any, by: Any) -> None:
         self.instruments.compactions.add((record.metric_agent, sc.COMPACTION_POST))
@@ -240,16 +267,11 @@ class EventHandlers:
             return
         if turn.chat is not None:  # the previous call was never reported back
             self.end_chat(turn, None, time_ns())
-        provider = getattr(request, "provider", None) or turn.provider
+        provider = request.provider or turn.provider
         model = request.model
         start_ns = time_ns()
-        span = self._tracer.start_span(
-            sc.SPAN_CHAT.format(model),
-            context=turn.context,
-            kind=SpanKind.CLIENT,
-            start_time=start_ns,
-        )
-        chat = ChatRecord(span, start_ns, turn.agent, turn.metric_agent, request, provider)
+        span, reused = self.child_span(turn, sc.SPAN_CHAT, model, start_ns, SpanKind.CLIENT)
+        chat = ChatRecord(span, start_ns, turn.agent, turn.metric_agent, request, provider, reused)
         if chat.recording:
             attributes: dict[str, Any] = {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
@@ -327,7 +349,7 @@ class EventHandlers:
             if response.usage is not None:  # a response without its request: still counted
                 self._record_tokens(record.metric_agent, None, response.model, response.usage)
             return
-        provider = getattr(response, "provider", None) or chat.provider
+        provider = response.provider or chat.provider
         if provider is not None and chat.provider is None:
             chat.provider = provider
         end_ns = time_ns()
@@ -345,7 +367,7 @@ class EventHandlers:
         self, chat: ChatRecord, response: LlmResponse, provider: str | None, event: dict[str, Any]
     ) -> None:
         span = chat.span
-        finish_reasons = tuple(getattr(response, "finish_reasons", ()) or ())
+        finish_reasons = tuple(response.finish_reasons)
         attributes: dict[str, Any] = {
             sc.GUARDRAIL_RESPONSE: event[sc.GUARDRAIL_VERDICT],
             sc.GEN_AI_RESPONSE_MODEL: response.model,
@@ -356,7 +378,7 @@ class EventHandlers:
         if finish_reasons:
             attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons
         if response.usage is not None:
-            attributes.update(usage_attributes(response.usage))
+            attributes.update(usage_attributes(response.usage, openinference=True))
         span.set_attributes(attributes)
         span.add_event(sc.EVENT_NAMES["on_llm_response"], event)
         messages = self._messages

@@ -59,31 +59,34 @@ def fail(span: Span, error: BaseException) -> str:
     return kind
 
 
-def usage_attributes(usage: Usage) -> dict[str, int]:
-    """``gen_ai.usage.*`` and OpenInference ``llm.token_count.*`` for one model response.
+def usage_attributes(usage: Usage, *, openinference: bool = False) -> dict[str, int]:
+    """``gen_ai.usage.*`` for one model response or turn.
 
     Cache and reasoning counts appear only when the provider reported them (non-zero): the
-    conventions count them inside the input and output totals.
+    conventions count them inside the input and output totals. ``openinference`` adds
+    ``llm.token_count.*``, for LLM spans only: Phoenix sums those over a trace, and a turn
+    carrying its model calls' counts again would double them.
     """
     attributes = {
         sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
         sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
-        sc.LLM_TOKEN_COUNT_PROMPT: usage.input_tokens,
-        sc.LLM_TOKEN_COUNT_COMPLETION: usage.output_tokens,
-        sc.LLM_TOKEN_COUNT_TOTAL: usage.input_tokens + usage.output_tokens,
     }
-    cache_read = getattr(usage, "cache_read_tokens", 0)
-    if cache_read:
-        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
-        attributes[sc.LLM_TOKEN_COUNT_CACHE_READ] = cache_read
-    cache_creation = getattr(usage, "cache_creation_tokens", 0)
-    if cache_creation:
-        attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_creation
-        attributes[sc.LLM_TOKEN_COUNT_CACHE_WRITE] = cache_creation
-    reasoning = getattr(usage, "reasoning_tokens", 0)
-    if reasoning:
-        attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
-        attributes[sc.LLM_TOKEN_COUNT_REASONING] = reasoning
+    if usage.cache_read_tokens:
+        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+    if usage.cache_creation_tokens:
+        attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_tokens
+    if usage.reasoning_tokens:
+        attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
+    if openinference:
+        attributes[sc.LLM_TOKEN_COUNT_PROMPT] = usage.input_tokens
+        attributes[sc.LLM_TOKEN_COUNT_COMPLETION] = usage.output_tokens
+        attributes[sc.LLM_TOKEN_COUNT_TOTAL] = usage.input_tokens + usage.output_tokens
+        if usage.cache_read_tokens:
+            attributes[sc.LLM_TOKEN_COUNT_CACHE_READ] = usage.cache_read_tokens
+        if usage.cache_creation_tokens:
+            attributes[sc.LLM_TOKEN_COUNT_CACHE_WRITE] = usage.cache_creation_tokens
+        if usage.reasoning_tokens:
+            attributes[sc.LLM_TOKEN_COUNT_REASONING] = usage.reasoning_tokens
     return attributes
 
 
@@ -116,7 +119,14 @@ class SpanRecord:
         "token",
     )
 
-    def __init__(self, span: Span, start_ns: int, agent: str, metric_agent: str) -> None:
+    def __init__(
+        self,
+        span: Span,
+        start_ns: int,
+        agent: str,
+        metric_agent: str,
+        context: Context | None = None,
+    ) -> None:
         self.span = span
         #: False for a sampled-out span: nothing is built for it beyond what metrics need.
         self.recording = span.is_recording()
@@ -124,8 +134,9 @@ class SpanRecord:
         self.agent = agent
         self.metric_agent = metric_agent
         #: The OTel context carrying this span: made current while the span is, and the context
-        #: its histogram values are recorded in (so exemplars point at this span).
-        self.context: Context = trace.set_span_in_context(span)
+        #: its histogram values are recorded in (so exemplars point at this span). Given when
+        #: the span is its sampled-out parent's, whose context already carries it.
+        self.context: Context = context if context is not None else trace.set_span_in_context(span)
         self.token: Token[Context] | None = None
         self.owner: asyncio.Task[Any] | None = None
 
@@ -203,8 +214,9 @@ class TurnRecord(SpanRecord):
         session: SessionRecord | None,
         provider: str | None,
         prompt: Any = None,
+        context: Context | None = None,
     ) -> None:
-        super().__init__(span, start_ns, agent, metric_agent)
+        super().__init__(span, start_ns, agent, metric_agent, context)
         self.session = session
         self.provider = provider
         self.prompt = prompt
@@ -227,8 +239,9 @@ class ChatRecord(SpanRecord):
         metric_agent: str,
         request: LlmRequest,
         provider: str | None,
+        context: Context | None = None,
     ) -> None:
-        super().__init__(span, start_ns, agent, metric_agent)
+        super().__init__(span, start_ns, agent, metric_agent, context)
         self.request = request
         self.model = request.model
         self.provider = provider
@@ -248,8 +261,9 @@ class OperationRecord(SpanRecord):
         metric_agent: str,
         turn: TurnRecord | None,
         tool: str,
+        context: Context | None = None,
     ) -> None:
-        super().__init__(span, start_ns, agent, metric_agent)
+        super().__init__(span, start_ns, agent, metric_agent, context)
         self.turn = turn
         self.session = turn.session if turn is not None else None
         self.tool = tool

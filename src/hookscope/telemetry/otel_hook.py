@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from time import time_ns
-from typing import Any, Final, Literal, Protocol, final
+from typing import Any, Final, Literal, final
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger_provider
@@ -34,7 +34,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.runner import DispatchObserver
+from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers
 from hookscope.telemetry._scopes import (
@@ -48,25 +48,13 @@ from hookscope.telemetry._scopes import (
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 
-__all__ = ["LAYOUT_ENV", "HookRunLike", "OTelHook", "TraceLayout"]
+__all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
 
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
-
-
-class HookRunLike(Protocol):
-    """What OTelHook reads of :class:`hookscope.runner.HookRun` (one command or prompt hook run)."""
-
-    event: str
-    hook_name: str
-    hook_type: str
-    attributes: MutableMapping[str, str | int | float | bool]
-    verdict: str
-    error: BaseException | None
-    state: Any
 
 
 @final
@@ -202,7 +190,7 @@ class OTelHook(EventHandlers, DispatchObserver):
             start_time=start_ns,
         )
         metric_agent = self.instruments.agent_name(agent)
-        provider = getattr(context, "provider", None)
+        provider = context.provider
         self._open(
             context,
             self._session_key,
@@ -237,19 +225,18 @@ class OTelHook(EventHandlers, DispatchObserver):
         session: SessionRecord | None = context.get(self._session_key)
         agent = session.agent if session is not None else context.agent_name or self.agent_name
         provider = session.provider if session is not None else None
-        parent, links = None, None
-        if session is not None:
-            if self.trace_layout == "turn":
-                parent, links = _ROOT, [Link(session.span.get_span_context())]
-            else:
-                parent = session.context
         start_ns = time_ns()
-        name = sc.SPAN_TURN.format(agent)
-        if session is not None and not session.recording and links is None:
-            span = self._tracer.start_span(name, context=parent, start_time=start_ns)
+        reused: Context | None = None
+        if session is not None and self.trace_layout == "turn":  # a trace of its own, linked
+            span = self._tracer.start_span(
+                sc.SPAN_TURN.format(agent),
+                context=_ROOT,
+                links=[Link(session.span.get_span_context())],
+                start_time=start_ns,
+            )
         else:
-            span = self._tracer.start_span(name, context=parent, links=links, start_time=start_ns)
-        if span.is_recording():
+            span, reused = self.child_span(session, sc.SPAN_TURN, agent, start_ns)
+        if reused is None and span.is_recording():
             session_id = context.session_id
             attributes: dict[str, Any] = {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
@@ -268,7 +255,9 @@ class OTelHook(EventHandlers, DispatchObserver):
         self._open(
             context,
             self._turn_key,
-            TurnRecord(span, start_ns, agent, metric_agent, session, provider, context.prompt),
+            TurnRecord(
+                span, start_ns, agent, metric_agent, session, provider, context.prompt, reused
+            ),
         )
 
     def _close_turn(
@@ -302,12 +291,12 @@ class OTelHook(EventHandlers, DispatchObserver):
         call = context.call
         is_tool = context.kind == "tool" and call is not None
         tool = call.name if is_tool and call is not None else ""
-        name = sc.SPAN_TOOL.format(tool) if is_tool else sc.SPAN_INTERACTION.format(agent)
         start_ns = time_ns()
-        span = self._tracer.start_span(
-            name, context=turn.context if turn is not None else None, start_time=start_ns
-        )
-        if span.is_recording():
+        if is_tool:
+            span, reused = self.child_span(turn, sc.SPAN_TOOL, tool, start_ns)
+        else:
+            span, reused = self.child_span(turn, sc.SPAN_INTERACTION, agent, start_ns)
+        if reused is None and span.is_recording():
             attributes: dict[str, Any] = {
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.SESSION_ID: context.session_id,
@@ -329,7 +318,7 @@ class OTelHook(EventHandlers, DispatchObserver):
         self._open(
             context,
             self._operation_key,
-            OperationRecord(span, start_ns, agent, metric_agent, turn, tool),
+            OperationRecord(span, start_ns, agent, metric_agent, turn, tool, reused),
         )
 
     def _close_operation(
@@ -365,7 +354,7 @@ class OTelHook(EventHandlers, DispatchObserver):
 
     # --- command and prompt hook runs ---
 
-    def hook_run_started(self, run: HookRunLike, context: HookContext) -> None:
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
         """Open ``execute_hook {name}`` under the scope's span and make it current.
 
         Current, so that a command hook's ``TRACEPARENT`` (or a prompt hook's HTTP client)
@@ -373,12 +362,8 @@ class OTelHook(EventHandlers, DispatchObserver):
         """
         scope = self.record(context)
         start_ns = time_ns()
-        span = self._tracer.start_span(
-            sc.SPAN_HOOK.format(run.hook_name),
-            context=scope.context if scope is not None else None,
-            start_time=start_ns,
-        )
-        if span.is_recording():
+        span, reused = self.child_span(scope, sc.SPAN_HOOK, run.hook_name, start_ns)
+        if reused is None and span.is_recording():
             attributes: dict[str, Any] = {
                 sc.HOOK_NAME: run.hook_name,
                 sc.HOOK_EVENT: run.event,
@@ -391,7 +376,7 @@ class OTelHook(EventHandlers, DispatchObserver):
             span.set_attributes(attributes)
         agent = scope.agent if scope is not None else self.agent_name
         metric_agent = scope.metric_agent if scope is not None else agent
-        record = HookRunRecord(span, start_ns, agent, metric_agent)
+        record = HookRunRecord(span, start_ns, agent, metric_agent, reused)
         try:
             record.activate()
             states = run.state if isinstance(run.state, dict) else {}
@@ -402,7 +387,7 @@ class OTelHook(EventHandlers, DispatchObserver):
             record.end()
             raise
 
-    def hook_run_finished(self, run: HookRunLike, context: HookContext) -> None:
+    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
         """End the run's span with the hook's attributes, its verdict and any error."""
         states = run.state
         record = states.pop(self, None) if isinstance(states, dict) else None

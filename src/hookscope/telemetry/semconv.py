@@ -157,7 +157,7 @@ EVENT_NAMES: Final[dict[HookEvent, str]] = {
     "post_tool_call": "hookscope.post_tool_call",
     "on_tool_error": "hookscope.tool_error",
     "on_interaction": "hookscope.interaction",
-    "pre_compaction": "hookscope.pre_compaction",  # type: ignore[dict-item]
+    "pre_compaction": "hookscope.pre_compaction",
     "on_compaction": "hookscope.compaction",
 }
 EVENT_HOOK_FAILURE: Final = "hookscope.hook_failure"
