@@ -13,7 +13,7 @@ from hookscope import hooks
 from hookscope.hooks import Hook, PreToolCallDecideHook
 from hookscope.policy import allow, ask_user, deny, enforce
 from hookscope.runner import HookRunner, current_hook_run
-from hookscope.telemetry import OTelHook
+from hookscope.telemetry import ContentCapture, OTelHook
 from hookscope.testing import Recording, recording, span_tree
 from hookscope.types import (
     Answer,
@@ -1059,3 +1059,129 @@ async def test_two_otel_hooks_each_record_a_hook_run(rec: Recording) -> None:
     hook_runs = [s for s in rec.spans if s.name == "execute_hook guard-shell"]
     assert len(tools) == 2
     assert {s.parent.span_id for s in hook_runs if s.parent is not None} == tools
+
+
+# --- robustness: other tasks, interruptions, sampling ---
+
+
+async def test_a_session_closed_in_another_task_ends_its_span_without_a_detach_error(
+    otel_hook: OTelHook, rec: Recording, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = HookRunner([otel_hook])
+    scope = runner.session(agent_name="a")
+    await scope.__aenter__()
+    opened = trace.get_current_span().get_span_context()
+    closer = asyncio.create_task(scope.__aexit__(None, None, None))
+    await closer
+    assert [s.name for s in rec.spans] == ["session a"]
+    assert rec.spans[0].context == opened
+    assert [r for r in caplog.records if r.levelname == "ERROR"] == []
+    # The opening task no longer has the ended span current once it opens the next scope
+    # (Python 3.12+: at once, from the closing task).
+    async with runner.session(agent_name="b"):
+        assert trace.get_current_span().get_span_context() != opened
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+class _Interrupting:
+    """An observer whose scope_started is interrupted (as by KeyboardInterrupt)."""
+
+    def scope_started(self, context: Any) -> None:
+        raise KeyboardInterrupt
+
+    def dispatch_started(self, *args: Any) -> None:
+        pass
+
+    def hook_finished(self, *args: Any) -> None:
+        pass
+
+    def dispatch_finished(self, *args: Any) -> None:
+        pass
+
+
+async def test_another_observers_interruption_leaves_no_span_open_nor_a_session_active(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    runner = HookRunner([otel_hook])
+    runner.observe(_Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        async with runner.session(agent_name="a"):
+            pass
+    assert [s.name for s in rec.spans] == ["session a"]
+    assert rec.metric_points()["hookscope.sessions.active"] == {attrs(gen_ai__agent__name="a"): 0}
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_an_interruption_inside_otel_hook_leaves_no_span_open(
+    otel_hook: OTelHook, rec: Recording, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookscope.telemetry import _scopes
+
+    def interrupted(self: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_scopes.SpanRecord, "activate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        async with HookRunner([otel_hook]).session(agent_name="a"):
+            pass
+    assert [(s.name, s.end_time is not None) for s in rec.spans] == [("session a", True)]
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_a_sampled_out_session_records_no_span_and_every_metric() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    with recording(
+        sampler=ParentBased(ALWAYS_OFF), capture_content=ContentCapture.SPAN_ONLY
+    ) as rec:
+        seen: list[bool] = []
+        runner = HookRunner([rec.hook, enforce(POLICIES)])
+        async with runner.session(agent_name="a") as session, session.turn("hi") as turn:
+            await turn.llm_request(LlmRequest("m"))
+            await turn.llm_response(LlmResponse("m", usage=Usage(3, 4)))
+            await turn.call_tool(
+                ToolCall("view_file", {"path": "p"}),
+                lambda path: seen.append(trace.get_current_span().is_recording()),
+            )
+        points = rec.metric_points()
+    assert rec.spans == ()
+    assert seen == [False]
+    assert points["hookscope.tool.calls"] == {
+        attrs(
+            gen_ai__agent__name="a",
+            gen_ai__tool__name="view_file",
+            hookscope__tool__outcome="succeeded",
+        ): 1
+    }
+    assert sum(points["gen_ai.execute_tool.duration"].values()) == 1
+    assert sum(points["gen_ai.client.token.usage"].values()) == 2
+    assert sum(points["gen_ai.client.operation.duration"].values()) == 1
+    assert points["hookscope.turns"] == {
+        attrs(gen_ai__agent__name="a", hookscope__turn__outcome="completed"): 1
+    }
+
+
+async def test_the_chat_span_is_current_while_its_response_is_reported(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    seen: dict[str, Any] = {}
+
+    class Watch(Hook):
+        def pre_llm_request(self, context: Any, request: LlmRequest) -> None:
+            seen["request"] = trace.get_current_span().get_span_context()
+
+        def on_llm_response(self, context: Any, response: LlmResponse) -> None:
+            seen["response"] = trace.get_current_span().get_span_context()
+
+    async with HookRunner([otel_hook, Watch()]).session() as session, session.turn() as turn:
+        await turn.llm_request(LlmRequest("m"))
+        seen["between"] = trace.get_current_span().get_span_context()
+        await turn.llm_response(LlmResponse("m"))
+    spans = {s.name: s for s in rec.spans}
+    chat = spans["chat m"]
+    assert chat.kind.name == "CLIENT"
+    assert seen == {
+        "request": chat.context,
+        "between": spans["invoke_agent agent"].context,
+        "response": chat.context,
+    }

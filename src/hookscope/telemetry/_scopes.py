@@ -15,7 +15,7 @@ and never raises there (the OTel API would log a ``ValueError`` for a foreign to
 from __future__ import annotations
 
 import asyncio
-import logging
+import weakref
 from contextvars import Token
 from time import time_ns
 from typing import TYPE_CHECKING, Any, final
@@ -42,8 +42,6 @@ __all__ = [
     "fail",
     "usage_attributes",
 ]
-
-logger = logging.getLogger("hookscope")
 
 
 def error_type(error: BaseException) -> str:
@@ -88,6 +86,29 @@ def usage_attributes(usage: Usage, *, openinference: bool = False) -> dict[str, 
         if usage.reasoning_tokens:
             attributes[sc.LLM_TOKEN_COUNT_REASONING] = usage.reasoning_tokens
     return attributes
+
+
+#: Contexts a task made current whose span another task ended, by owning task (Python < 3.12,
+#: where another task's context cannot be entered): detached by :func:`reap_stale` in the owner.
+#: Weak keys: a finished task takes its entries with it.
+_STALE: weakref.WeakKeyDictionary[asyncio.Task[Any], list[tuple[Token[Context], Context]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def reap_stale() -> None:
+    """Detach, in this task, contexts of spans another task ended while they were current here.
+
+    Only while such a context is still the current one (nothing attached on top of it since),
+    innermost first, so a later attachment is never undone.
+    """
+    if not _STALE:
+        return
+    task = _current_task()
+    entries = _STALE.pop(task, None) if task is not None else None
+    for token, context in reversed(entries or ()):
+        if otel_context.get_current() is context:
+            otel_context.detach(token)
 
 
 def _current_task() -> asyncio.Task[Any] | None:
@@ -154,7 +175,8 @@ class SpanRecord:
         if owner is _current_task():
             otel_context.detach(token)
             return
-        # Closed from another task: the token belongs to the opening task's context.
+        # Closed from another task: the token belongs to the opening task's context, where
+        # detaching it here would raise (and the OTel API would log a ValueError).
         get_context = getattr(owner, "get_context", None)  # Python 3.12+
         if get_context is not None:
             try:
@@ -162,10 +184,8 @@ class SpanRecord:
                 return
             except RuntimeError:  # that context is running right now (another thread)
                 pass
-        logger.debug(
-            "hookscope: a span was ended in another task than the one it was made current in; "
-            "it stays current in that task until the task ends"
-        )
+        if owner is not None:  # detached when the owner next opens a span (reap_stale)
+            _STALE.setdefault(owner, []).append((token, self.context))
 
     def end(self, error: BaseException | None = None, end_ns: int | None = None) -> int:
         """Detach and end the span (as failed when ``error``); return its end time."""

@@ -44,6 +44,7 @@ from hookscope.telemetry._scopes import (
     SpanRecord,
     TurnRecord,
     error_type,
+    reap_stale,
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
@@ -144,6 +145,7 @@ class OTelHook(EventHandlers, DispatchObserver):
         return context.get(key) if key is not None else None
 
     def scope_started(self, context: HookContext) -> None:
+        reap_stale()
         opener = self._openers.get(type(context))
         if opener is not None:
             opener(context)
