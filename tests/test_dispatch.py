@@ -199,13 +199,15 @@ async def test_modified_args_merge_in_order_into_the_call_the_next_hook_sees() -
 
 
 async def test_unmodified_allowed_call_is_equal_with_read_only_args() -> None:
-    original = ToolCall("t", {"a": 1, "tags": ["x"]})
+    tags = ["x"]
+    original = ToolCall("t", {"a": 1, "tags": tags})
     result, call = await _runner([], None, HookResult()).dispatch_pre_tool_call(OPERATION, original)
-    assert call == original
+    assert call is original  # frozen when built: nothing to copy
     assert result == HookResult()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         call.args["a"] = 2  # type: ignore[index]
-    assert call.args["tags"] is not original.args["tags"]  # mutable values are copies
+    assert call.args["tags"] == tags
+    assert call.args["tags"] is not tags  # the caller's list is not the call's
 
 
 # --- pre_llm_request: modify chains; stop at first block ---
@@ -383,7 +385,7 @@ async def test_modify_without_request_fails_closed() -> None:
         TURN, LlmRequest("m")
     )
     assert decision.action == "block"
-    assert "modify without a request" in decision.reason
+    assert "modify without a request" in decision.message
 
 
 async def test_decide_hook_timeout_fails_closed() -> None:
@@ -520,7 +522,7 @@ async def test_an_unknown_request_action_blocks() -> None:
         TURN, LlmRequest("m")
     )
     assert decision.action == "block"
-    assert "RequestDecision(action='deny')" in decision.reason
+    assert "RequestDecision(action='deny')" in decision.message
 
 
 async def test_an_unknown_response_action_blocks() -> None:
@@ -528,7 +530,7 @@ async def test_an_unknown_response_action_blocks() -> None:
         TURN, LlmResponse("m")
     )
     assert decision.action == "block"
-    assert "ResponseDecision(action='reject')" in decision.feedback
+    assert "ResponseDecision(action='reject')" in decision.message
 
 
 async def test_a_hook_that_swallows_its_timeout_still_fails_closed() -> None:

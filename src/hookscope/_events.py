@@ -9,10 +9,12 @@ This is DESIGN §2 as data.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Generic, Literal, TypeVar, final, get_args
 
+from hookscope._registry import Registration
 from hookscope.hooks import HookEvent
 from hookscope.types import (
     Answer,
@@ -28,6 +30,8 @@ from hookscope.types import (
     ToolCall,
 )
 
+logger = logging.getLogger("hookscope")
+
 __all__ = [
     "ALLOW",
     "GO_ON",
@@ -40,6 +44,7 @@ __all__ = [
     "HookTimeoutError",
     "Rule",
     "freeze_call",
+    "hook_failed",
     "type_path",
 ]
 
@@ -156,26 +161,32 @@ def _check_result(value: Any) -> None:
 
 
 _IMMUTABLE: Final = (str, int, float, bool, bytes, type(None), frozenset)
+_IMMUTABLE_TYPES: Final = frozenset(_IMMUTABLE)
 
 
-def _frozen_value(value: Any) -> Any:
-    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+def _all_immutable(args: Mapping[str, Any]) -> bool:
+    types = _IMMUTABLE_TYPES
+    for value in args.values():
+        if type(value) not in types and not isinstance(value, _IMMUTABLE):
+            return False
+    return True
 
 
 def freeze_call(call: ToolCall) -> ToolCall:
-    """``call`` with read-only arguments, mutable values deep-copied.
+    """``call`` with read-only arguments.
 
-    Hooks share one call object: without this, a hook could mutate the mapping (or a list in
-    it) after the policy looked, and the tool would run what nobody approved.
+    A :class:`ToolCall` freezes its arguments when built; this covers one whose ``args`` were
+    swapped in behind its back (``object.__setattr__``), so the runner never trusts that.
     """
-    args = call.args
-    return call.with_args(MappingProxyType({key: _frozen_value(v) for key, v in args.items()}))
+    if type(call.args) is MappingProxyType:
+        return call
+    return ToolCall(call.name, call.args, call.id, call.server)
 
 
 def _snapshot(args: Mapping[str, Any]) -> Any:
     """What a policy decided on: the read-only mapping itself, or a deep copy when it holds
     mutable values (which a later hook could change in place)."""
-    if all(isinstance(v, _IMMUTABLE) for v in args.values()):
+    if _all_immutable(args):
         return args
     return copy.deepcopy(dict(args))
 
@@ -405,3 +416,27 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "pre_compaction": PRE_COMPACTION,
     "on_compaction": _INSPECT,
 }
+
+
+def hook_failed(
+    rule: Rule[Any], registration: Registration, event: HookEvent, fold: Fold, error: Exception
+) -> bool:
+    """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
+    closes = rule.kind == "decide" and not registration.fail_open
+    consequence = "failing closed" if closes else "ignored"
+    if registration.failed_before:
+        logger.debug(
+            "hook %r failed again in %s: %r (%s)", registration.name, event, error, consequence
+        )
+    else:
+        registration.failed_before = True
+        logger.warning(
+            "hook %r failed in %s (%s); later failures of this hook log at DEBUG",
+            registration.name,
+            event,
+            consequence,
+            exc_info=error,
+        )
+    if closes:
+        fold.result = rule.fail_closed(registration.name, event, error)
+    return closes

@@ -8,9 +8,12 @@ site.
 
 from __future__ import annotations
 
+import copy
 import enum
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 __all__ = [
@@ -32,6 +35,10 @@ __all__ = [
 ]
 
 
+# Values a call's arguments may hold as they are: nothing in them can change.
+_IMMUTABLE_TYPES = frozenset({str, int, float, bool, bytes, type(None), frozenset})
+
+
 class HookscopeError(Exception):
     """Base class of every exception hookscope raises on its own account.
 
@@ -49,7 +56,8 @@ class ToolCall:
 
     Args:
         name: The tool's name as the model called it.
-        args: Keyword arguments for the tool.
+        args: Keyword arguments for the tool; stored read-only (a ``MappingProxyType``),
+            with mutable values (lists, dicts) copied.
         id: The call id the model gave (empty when it gave none).
         server: The MCP server the tool belongs to, or ``None`` for a local tool. Policies
             match ``server/tool`` rules only against calls that carry a server.
@@ -60,9 +68,21 @@ class ToolCall:
     id: str = ""
     server: str | None = None
 
+    def __post_init__(self) -> None:
+        # Read-only from birth: every hook sees the same call, so none may change it under the
+        # others (or under the policy that approved it). Mutable values are copied so the
+        # caller's own lists and dicts are not the call's.
+        args = self.args
+        if type(args) is not MappingProxyType:
+            frozen = {
+                key: value if type(value) in _IMMUTABLE_TYPES else copy.deepcopy(value)
+                for key, value in args.items()
+            }
+            object.__setattr__(self, "args", MappingProxyType(frozen))
+
     def with_args(self, args: Mapping[str, Any]) -> ToolCall:
         """Return a copy of this call with ``args`` replacing its arguments."""
-        return replace(self, args=args)
+        return ToolCall(self.name, args, self.id, self.server)
 
     @property
     def qualified_name(self) -> str:
@@ -280,7 +300,13 @@ class RequestDecision:
 
     action: RequestAction = "proceed"
     request: LlmRequest | None = None
-    reason: str = ""
+    message: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Deprecated alias of :attr:`message` (removed in 0.3)."""
+        _renamed("RequestDecision.reason", "RequestDecision.message")
+        return self.message
 
     @classmethod
     def proceed(cls) -> RequestDecision:
@@ -293,9 +319,9 @@ class RequestDecision:
         return cls(action="modify", request=request)
 
     @classmethod
-    def block(cls, reason: str) -> RequestDecision:
-        """Do not send the request; ``reason`` says why."""
-        return cls(action="block", reason=reason)
+    def block(cls, message: str) -> RequestDecision:
+        """Do not send the request; ``message`` says why."""
+        return cls(action="block", message=message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +329,13 @@ class ResponseDecision:
     """An ``on_llm_response`` hook's verdict. Build it with the classmethods."""
 
     action: ResponseAction = "accept"
-    feedback: str = ""
+    message: str = ""
+
+    @property
+    def feedback(self) -> str:
+        """Deprecated alias of :attr:`message` (removed in 0.3)."""
+        _renamed("ResponseDecision.feedback", "ResponseDecision.message")
+        return self.message
 
     @classmethod
     def accept(cls) -> ResponseDecision:
@@ -311,14 +343,18 @@ class ResponseDecision:
         return _ACCEPT
 
     @classmethod
-    def block(cls, reason: str) -> ResponseDecision:
-        """Discard the response; ``reason`` says why."""
-        return cls(action="block", feedback=reason)
+    def block(cls, message: str) -> ResponseDecision:
+        """Discard the response; ``message`` says why."""
+        return cls(action="block", message=message)
 
     @classmethod
-    def retry_with_feedback(cls, feedback: str) -> ResponseDecision:
-        """Ask the model again, telling it ``feedback``."""
-        return cls(action="retry_with_feedback", feedback=feedback)
+    def retry_with_feedback(cls, message: str) -> ResponseDecision:
+        """Ask the model again, telling it ``message``."""
+        return cls(action="retry_with_feedback", message=message)
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 _PROCEED = RequestDecision()

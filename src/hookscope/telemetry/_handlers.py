@@ -327,7 +327,9 @@ class EventHandlers:
     def _pre_llm_request(
         self, record: TurnRecord, request: LlmRequest, decision: Any, by: Any
     ) -> None:
-        attributes = self._guardrail(record, sc.STAGE_REQUEST, decision.action, by, decision.reason)
+        attributes = self._guardrail(
+            record, sc.STAGE_REQUEST, decision.action, by, decision.message
+        )
         chat = record.chat
         if chat is None:
             return
@@ -342,7 +344,7 @@ class EventHandlers:
         self, record: TurnRecord, response: LlmResponse, decision: Any, by: Any
     ) -> None:
         attributes = self._guardrail(
-            record, sc.STAGE_RESPONSE, decision.action, by, decision.feedback
+            record, sc.STAGE_RESPONSE, decision.action, by, decision.message
         )
         chat = record.chat
         if chat is None:
