@@ -153,10 +153,12 @@ class OTelHook(EventHandlers, DispatchObserver):
     def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
         kind = type(context)
         key = self._keys.get(kind)
-        record = context.get(key) if key is not None else None
+        if key is None:
+            return
+        record = context.get(key)
         if record is None:
             return
-        context.set(key, None)  # type: ignore[arg-type]  # ended once, even if told twice
+        context.set(key, None)  # ended once, even if told twice
         end_ns = time_ns()
         try:
             self._closers[kind](context, record, error, end_ns)
@@ -431,9 +433,9 @@ class OTelHook(EventHandlers, DispatchObserver):
         else:
             agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
         hook = instruments.hook_name(hook_name)
-        instruments.hook_duration.record(
-            duration_s, (agent, hook, event), record.context if record is not None else None
-        )
+        # No exemplar: a hook has no span of its own, and with several hooks per event the
+        # exemplar reservoir would cost more than the rest of the measurement.
+        instruments.hook_duration.record(duration_s, (agent, hook, event), None)
         if error is None:
             if event == "pre_tool_call" and isinstance(record, OperationRecord):
                 decision = getattr(result, "decision", None)
