@@ -14,7 +14,7 @@ from hookscope.hooks import Hook, PreToolCallDecideHook
 from hookscope.policy import allow, ask_user, deny, enforce
 from hookscope.runner import HookRunner, current_hook_run
 from hookscope.telemetry import ContentCapture, OTelHook
-from hookscope.testing import Recording, recording, span_tree
+from hookscope.testing import Recording, format_tree, recording, span_tree
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -1185,3 +1185,20 @@ async def test_the_chat_span_is_current_while_its_response_is_reported(
         "between": spans["invoke_agent agent"].context,
         "response": chat.context,
     }
+
+
+async def test_span_tree_keeps_the_keys_asked_for_and_prints_as_an_indented_tree(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    async with HookRunner([otel_hook]).session(agent_name="a") as session, session.turn() as turn:
+        await turn.call_tool(ToolCall("t"), lambda: None)
+    tree = rec.span_tree(keys=["hookscope.tool.outcome"])
+    assert [(node["name"], node["attributes"]) for node in tree] == [("session a", {})]
+    assert tree[0]["children"][0]["children"][0]["attributes"] == {
+        "hookscope.tool.outcome": "succeeded"
+    }
+    assert format_tree(tree) == (
+        "session a [UNSET] {}\n"
+        "  invoke_agent a [UNSET] {}\n"
+        '    execute_tool t [UNSET] {"hookscope.tool.outcome": "succeeded"}'
+    )
