@@ -236,7 +236,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
     with recording(capture_content=ContentCapture.SPAN_AND_EVENT) as rec:
         agent = DemoAgent(Path(tmp_path_factory.mktemp("workspace")), hooks=[rec.hook], seed=3)
         asyncio.run(agent.run(3))
-        rec.metrics()
         yield rec
 
 
@@ -309,7 +308,7 @@ def _instrument(metric: Any) -> str:
 
 
 def test_every_metric_has_its_instrument_unit_and_required_attributes(demo: Recording) -> None:
-    data = demo._metrics
+    data = demo.metrics()
     assert isinstance(data, MetricsData)
     seen = set()
     for resource in data.resource_metrics:

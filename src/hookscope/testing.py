@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
@@ -146,7 +146,6 @@ class Recording:
     span_exporter: InMemorySpanExporter
     metric_reader: InMemoryMetricReader
     log_exporter: InMemoryLogRecordExporter
-    _metrics: MetricsData | None = field(default=None, repr=False)
 
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:
@@ -163,9 +162,8 @@ class Recording:
         return span_tree(self.spans, **options)
 
     def metrics(self) -> MetricsData | None:
-        """Collect metrics now (cumulative) and return them."""
-        self._metrics = self.metric_reader.get_metrics_data()
-        return self._metrics
+        """Collect metrics now (cumulative, so every collection holds everything so far)."""
+        return self.metric_reader.get_metrics_data()
 
     def metric_points(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """:func:`metric_points` of a collection made now."""
