@@ -19,7 +19,15 @@ from hookscope.telemetry.content import (
     render,
 )
 from hookscope.testing import recording, span_tree
-from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
+from hookscope.types import (
+    ChatResponse,
+    HookResult,
+    LlmRequest,
+    LlmResponse,
+    RequestDecision,
+    ToolCall,
+    Usage,
+)
 
 
 @dataclasses.dataclass
@@ -322,3 +330,23 @@ async def test_odd_arguments_under_content_capture_keep_a_denial_recorded_as_den
     assert attributes["gen_ai.tool.call.arguments"] == (
         """{"path": "/etc/x", "odd": {"b'raw'": "<object>", "('k', 1)": [1, 2]}}"""
     )
+
+
+class BlockEverything(Hook):
+    def pre_llm_request(self, context: Any, request: LlmRequest) -> RequestDecision:
+        return RequestDecision.block("no")
+
+
+async def test_a_blocked_model_request_keeps_its_messages_on_the_chat_span() -> None:
+    with recording(capture_content=ContentCapture.SPAN_ONLY) as rec:
+        runner = HookRunner([rec.hook, BlockEverything()])
+        async with runner.session(provider="openai") as session, session.turn() as turn:
+            decision = await turn.llm_request(LlmRequest("m1", [{"role": "user", "content": "hi"}]))
+    assert decision.action == "block"
+    (chat,) = [s for s in rec.spans if s.name == "chat m1"]
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.input.messages"] == json.dumps(_user("hi"))
+    assert attributes["hookscope.guardrail.request"] == "block"
+    assert "gen_ai.output.messages" not in attributes
+    # The model was never called: no operation duration for it.
+    assert "gen_ai.client.operation.duration" not in rec.metric_points()

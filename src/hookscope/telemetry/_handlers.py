@@ -285,6 +285,8 @@ class EventHandlers:
                 attributes[sc.GEN_AI_PROVIDER_NAME] = provider
                 attributes[sc.LLM_PROVIDER] = provider
             span.set_attributes(attributes)
+            # The request's messages now: a blocked or unanswered call still shows them.
+            self._messages.prompt(span, request.messages)
         turn.chat = chat
         chat.activate()
 
@@ -401,7 +403,7 @@ class EventHandlers:
                 output_messages(response.text, response.tool_calls, finish_reasons),
                 response.text,
                 identity,
-                inputs_on_span=True,
+                inputs_on_span=False,  # recorded when the request was reported
             )
 
     def _record_tokens(

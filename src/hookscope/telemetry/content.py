@@ -258,7 +258,7 @@ class Messages:
         self._logger = logger
 
     def prompt(self, span: Span, prompt: Any) -> None:
-        """A turn's prompt on its span."""
+        """A turn's prompt, or a model request's messages, on its span."""
         if self.on_spans:
             messages = input_messages(prompt)
             span.set_attributes(
