@@ -1202,3 +1202,27 @@ async def test_span_tree_keeps_the_keys_asked_for_and_prints_as_an_indented_tree
         "  invoke_agent a [UNSET] {}\n"
         '    execute_tool t [UNSET] {"hookscope.tool.outcome": "succeeded"}'
     )
+
+
+async def test_a_model_request_report_interrupted_leaves_no_span_current_or_open(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    class Interrupt(Hook):
+        async def pre_llm_request(self, context: Any, request: LlmRequest) -> None:
+            raise asyncio.CancelledError
+
+    async def agent() -> None:
+        runner = HookRunner([otel_hook, Interrupt()])
+        async with runner.session() as session, session.turn() as turn:
+            await turn.llm_request(LlmRequest("m"))
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.create_task(agent())
+    assert sorted((s.name, s.end_time is not None) for s in rec.spans) == [
+        ("chat m", True),
+        ("invoke_agent agent", True),
+        ("session agent", True),
+    ]
+    (chat,) = [s for s in rec.spans if s.name == "chat m"]
+    assert (chat.attributes or {})["error.type"] == "CancelledError"
+    assert not trace.get_current_span().get_span_context().is_valid

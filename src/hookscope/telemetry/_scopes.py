@@ -162,7 +162,10 @@ class SpanRecord:
         self.owner: asyncio.Task[Any] | None = None
 
     def activate(self) -> None:
-        """Make the span current in this task until :meth:`deactivate`."""
+        """Make the span current in this task until :meth:`deactivate` (once: a second call,
+        e.g. a model call whose request report was interrupted, changes nothing)."""
+        if self.token is not None:
+            return
         self.token = otel_context.attach(self.context)
         self.owner = _current_task()
 
