@@ -31,11 +31,17 @@ from hookscope.telemetry.content import Messages, output_messages
 from hookscope.telemetry.instruments import Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
-__all__ = ["EventHandlers", "Handler"]
+__all__ = ["EventHandlers", "Handler", "records_below"]
 
 _MAX_REASON: Final = 256
 
 Handler = Callable[[Any, Any, Any, "str | None"], None]
+
+
+def records_below(parent: SpanRecord | None) -> bool:
+    """Whether a span started under ``parent`` may be recorded, so its attributes are worth
+    building: there is no parent, or the parent is recorded."""
+    return parent is None or parent.recording
 
 
 class EventHandlers:
@@ -71,13 +77,15 @@ class EventHandlers:
         argument: str,
         start_ns: int,
         kind: SpanKind = SpanKind.INTERNAL,
+        attributes: dict[str, Any] | None = None,
     ) -> tuple[Span, Context | None]:
         """Start span ``name.format(argument)`` under ``parent``'s span, or reuse a sampled-out
         parent's span.
 
         Below a span nobody records, hookscope starts none (as parent-based samplers, the
         SDK's default, decide anyway), so a sampled-out session costs no span objects, names
-        or attributes. Returns the span and, when reused, the parent's context that carries it.
+        or attributes: callers build ``attributes`` only when :func:`records_below` says so.
+        Returns the span and, when reused, the parent's context that carries it.
         """
         if parent is not None and not parent.recording:
             return parent.span, parent.context
@@ -85,6 +93,7 @@ class EventHandlers:
             name.format(argument),
             context=parent.context if parent is not None else None,
             kind=kind,
+            attributes=attributes,
             start_time=start_ns,
         )
         return span, None
@@ -269,11 +278,9 @@ class EventHandlers:
             self.end_chat(turn, None, time_ns())
         provider = request.provider or turn.provider
         model = request.model
-        start_ns = time_ns()
-        span, reused = self.child_span(turn, sc.SPAN_CHAT, model, start_ns, SpanKind.CLIENT)
-        chat = ChatRecord(span, start_ns, turn.agent, turn.metric_agent, request, provider, reused)
-        if chat.recording:
-            attributes: dict[str, Any] = {
+        attributes: dict[str, Any] | None = None
+        if turn.recording:  # built before the span, to start it with them
+            attributes = {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
                 sc.GEN_AI_REQUEST_MODEL: model,
                 sc.GEN_AI_AGENT_NAME: turn.agent,
@@ -284,7 +291,12 @@ class EventHandlers:
             if provider is not None:
                 attributes[sc.GEN_AI_PROVIDER_NAME] = provider
                 attributes[sc.LLM_PROVIDER] = provider
-            span.set_attributes(attributes)
+        start_ns = time_ns()
+        span, reused = self.child_span(
+            turn, sc.SPAN_CHAT, model, start_ns, SpanKind.CLIENT, attributes
+        )
+        chat = ChatRecord(span, start_ns, turn.agent, turn.metric_agent, request, provider, reused)
+        if chat.recording:
             # The request's messages now: a blocked or unanswered call still shows them.
             self._messages.prompt(span, request.messages)
         turn.chat = chat

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final, final
@@ -127,7 +128,7 @@ class _Counts:
 class _Histogram:
     """A histogram whose values are queued and recorded in batches."""
 
-    __slots__ = ("_attributes", "_histogram", "_names", "_pending")
+    __slots__ = ("_attributes", "_boundaries", "_histogram", "_names", "_pending")
 
     def __init__(
         self,
@@ -139,6 +140,7 @@ class _Histogram:
         boundaries: Sequence[float],
     ) -> None:
         self._names = tuple(names)
+        self._boundaries = tuple(boundaries)
         self._histogram = meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
         )
@@ -154,7 +156,15 @@ class _Histogram:
             self.flush()
 
     def flush(self) -> None:
+        """Record every queued value, each in the context (span) it was measured in.
+
+        The SDK keeps one exemplar per bucket of a series and offering one costs more than the
+        rest of a measurement, so per flush only the first value of each series and bucket is
+        offered with its span; the others are recorded in a span-less context. Every bucket
+        that holds values still gets an exemplar pointing at a span that produced one.
+        """
         pending, record, cache = self._pending, self._histogram.record, self._attributes
+        boundaries, offered = self._boundaries, set()
         while True:
             try:
                 value, key, context = pending.popleft()
@@ -163,6 +173,12 @@ class _Histogram:
             attributes = cache.get(key)
             if attributes is None:
                 attributes = cache[key] = _attributes(self._names, key)
+            if context is not None:
+                slot = (key, bisect_left(boundaries, value))
+                if slot in offered:
+                    context = None
+                else:
+                    offered.add(slot)
             record(value, attributes, context=context or _NO_SPAN)
 
 

@@ -36,7 +36,7 @@ from hookscope.context import HookContext, OperationContext, SessionContext, Tur
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
-from hookscope.telemetry._handlers import EventHandlers
+from hookscope.telemetry._handlers import EventHandlers, records_below
 from hookscope.telemetry._scopes import (
     HookRunRecord,
     OperationRecord,
@@ -229,20 +229,11 @@ class OTelHook(EventHandlers, DispatchObserver):
         session: SessionRecord | None = context.get(self._session_key)
         agent = session.agent if session is not None else context.agent_name or self.agent_name
         provider = session.provider if session is not None else None
-        start_ns = time_ns()
-        reused: Context | None = None
-        if session is not None and self.trace_layout == "turn":  # a trace of its own, linked
-            span = self._tracer.start_span(
-                sc.SPAN_TURN.format(agent),
-                context=_ROOT,
-                links=[Link(session.span.get_span_context())],
-                start_time=start_ns,
-            )
-        else:
-            span, reused = self.child_span(session, sc.SPAN_TURN, agent, start_ns)
-        if reused is None and span.is_recording():
+        own_trace = session is not None and self.trace_layout == "turn"
+        attributes: dict[str, Any] | None = None
+        if own_trace or records_below(session):  # built before the span, to start it with them
             session_id = context.session_id
-            attributes: dict[str, Any] = {
+            attributes = {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
@@ -252,9 +243,22 @@ class OTelHook(EventHandlers, DispatchObserver):
             }
             if provider is not None:
                 attributes[sc.GEN_AI_PROVIDER_NAME] = provider
-            span.set_attributes(attributes)
-            if context.prompt is not None:
-                self._messages.prompt(span, context.prompt)
+        start_ns = time_ns()
+        reused: Context | None = None
+        if own_trace and session is not None:  # a trace of its own, linked to the session's
+            span = self._tracer.start_span(
+                sc.SPAN_TURN.format(agent),
+                context=_ROOT,
+                links=[Link(session.span.get_span_context())],
+                attributes=attributes,
+                start_time=start_ns,
+            )
+        else:
+            span, reused = self.child_span(
+                session, sc.SPAN_TURN, agent, start_ns, attributes=attributes
+            )
+        if reused is None and context.prompt is not None and span.is_recording():
+            self._messages.prompt(span, context.prompt)
         metric_agent = session.metric_agent if session else self.instruments.agent_name(agent)
         self._open(
             context,
@@ -295,16 +299,9 @@ class OTelHook(EventHandlers, DispatchObserver):
         call = context.call
         is_tool = context.kind == "tool" and call is not None
         tool = call.name if is_tool and call is not None else ""
-        start_ns = time_ns()
-        if is_tool:
-            span, reused = self.child_span(turn, sc.SPAN_TOOL, tool, start_ns)
-        else:
-            span, reused = self.child_span(turn, sc.SPAN_INTERACTION, agent, start_ns)
-        if reused is None and span.is_recording():
-            attributes: dict[str, Any] = {
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.SESSION_ID: context.session_id,
-            }
+        attributes: dict[str, Any] | None = None
+        if records_below(turn):  # built before the span, to start it with them
+            attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.SESSION_ID: context.session_id}
             if is_tool and call is not None:
                 attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
                 attributes[sc.GEN_AI_TOOL_NAME] = tool
@@ -317,7 +314,9 @@ class OTelHook(EventHandlers, DispatchObserver):
                     attributes[sc.TOOL_SERVER] = call.server
             else:
                 attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_CHAIN
-            span.set_attributes(attributes)
+        start_ns = time_ns()
+        name, argument = (sc.SPAN_TOOL, tool) if is_tool else (sc.SPAN_INTERACTION, agent)
+        span, reused = self.child_span(turn, name, argument, start_ns, attributes=attributes)
         metric_agent = turn.metric_agent if turn else self.instruments.agent_name(agent)
         self._open(
             context,
@@ -365,10 +364,9 @@ class OTelHook(EventHandlers, DispatchObserver):
         continues this span's trace.
         """
         scope = self.record(context)
-        start_ns = time_ns()
-        span, reused = self.child_span(scope, sc.SPAN_HOOK, run.hook_name, start_ns)
-        if reused is None and span.is_recording():
-            attributes: dict[str, Any] = {
+        attributes: dict[str, Any] | None = None
+        if records_below(scope):
+            attributes = {
                 sc.HOOK_NAME: run.hook_name,
                 sc.HOOK_EVENT: run.event,
                 sc.HOOK_TYPE: run.hook_type,
@@ -377,7 +375,10 @@ class OTelHook(EventHandlers, DispatchObserver):
             session_id = getattr(context, "session_id", None)
             if session_id is not None:
                 attributes[sc.SESSION_ID] = session_id
-            span.set_attributes(attributes)
+        start_ns = time_ns()
+        span, reused = self.child_span(
+            scope, sc.SPAN_HOOK, run.hook_name, start_ns, attributes=attributes
+        )
         agent = scope.agent if scope is not None else self.agent_name
         metric_agent = scope.metric_agent if scope is not None else agent
         record = HookRunRecord(span, start_ns, agent, metric_agent, reused)
