@@ -194,14 +194,16 @@ class EventHandlers:
             attributes[sc.POLICY_DECIDED_BY] = decided_by
         span = record.span
         span.set_attributes(attributes)
-        self._messages.value(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args)
+        if self._messages.on_spans:
+            self._messages.value(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args)
         span.add_event(sc.EVENT_NAMES["pre_tool_call"], attributes)
 
     def _post_tool_call(self, record: OperationRecord, data: Any, result: Any, by: Any) -> None:
         record.outcome = sc.TOOL_SUCCEEDED
         if record.recording:
             span = record.span
-            self._messages.value(span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value)
+            if self._messages.on_spans:
+                self._messages.value(span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value)
             span.add_event(sc.EVENT_NAMES["post_tool_call"])
 
     def _on_tool_error(

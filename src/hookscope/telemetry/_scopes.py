@@ -8,17 +8,15 @@ from the context, lives exactly as long as the scope, and is never keyed by ``id
 
 A record is made current with :meth:`SpanRecord.activate` and detached with
 :meth:`SpanRecord.deactivate`, which is safe in any task: a scope closed in another task than
-the one that opened it detaches in the opening task's context where Python allows it (3.12+),
-and never raises there (the OTel API would log a ``ValueError`` for a foreign token).
+the one that opened it never raises or logs there, and the opening task detaches the ended
+span's context the next time it opens a scope (:func:`reap_stale`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from contextvars import Token
 from time import time_ns
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -88,34 +86,29 @@ def usage_attributes(usage: Usage, *, openinference: bool = False) -> dict[str, 
     return attributes
 
 
-#: Contexts a task made current whose span another task ended, by owning task (Python < 3.12,
-#: where another task's context cannot be entered): detached by :func:`reap_stale` in the owner.
-#: Weak keys: a finished task takes its entries with it.
-_STALE: weakref.WeakKeyDictionary[asyncio.Task[Any], list[tuple[Token[Context], Context]]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Contexts made current whose span was ended where they could not be detached (another task,
+#: or with a context attached on top of them): each is detached by :func:`reap_stale` once it
+#: is the current context again. Bounded: a task that never opens another scope keeps its
+#: entry until newer ones push it out.
+STALE: list[tuple[Token[Context], Context]] = []
+_MAX_STALE: Final = 64
 
 
 def reap_stale() -> None:
-    """Detach, in this task, contexts of spans another task ended while they were current here.
+    """Detach the ended spans' contexts that are current here, innermost first.
 
-    Only while such a context is still the current one (nothing attached on top of it since),
-    innermost first, so a later attachment is never undone.
+    Only a context that is the current one is detached, so a later attachment is never undone.
     """
-    if not _STALE:
-        return
-    task = _current_task()
-    entries = _STALE.pop(task, None) if task is not None else None
-    for token, context in reversed(entries or ()):
+    for entry in reversed(STALE[:]):
+        token, context = entry
         if otel_context.get_current() is context:
-            otel_context.detach(token)
-
-
-def _current_task() -> asyncio.Task[Any] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running event loop: a synchronous caller
-        return None
+            try:
+                token.var.reset(token)
+            except ValueError:  # current here only as a copy: another task's to detach
+                continue
+            except AttributeError:  # a runtime context other than contextvars
+                otel_context.detach(token)
+            STALE.remove(entry)
 
 
 class SpanRecord:
@@ -133,7 +126,6 @@ class SpanRecord:
         "agent",
         "context",
         "metric_agent",
-        "owner",
         "recording",
         "span",
         "start_ns",
@@ -159,36 +151,34 @@ class SpanRecord:
         #: the span is its sampled-out parent's, whose context already carries it.
         self.context: Context = context if context is not None else trace.set_span_in_context(span)
         self.token: Token[Context] | None = None
-        self.owner: asyncio.Task[Any] | None = None
 
     def activate(self) -> None:
         """Make the span current in this task until :meth:`deactivate` (once: a second call,
         e.g. a model call whose request report was interrupted, changes nothing)."""
-        if self.token is not None:
-            return
-        self.token = otel_context.attach(self.context)
-        self.owner = _current_task()
+        if self.token is None:
+            self.token = otel_context.attach(self.context)
 
     def deactivate(self) -> None:
         """Undo :meth:`activate`; safe from another task, and when never activated."""
         token, self.token = self.token, None
         if token is None:
             return
-        owner, self.owner = self.owner, None
-        if owner is _current_task():
-            otel_context.detach(token)
-            return
-        # Closed from another task: the token belongs to the opening task's context, where
-        # detaching it here would raise (and the OTel API would log a ValueError).
-        get_context = getattr(owner, "get_context", None)  # Python 3.12+
-        if get_context is not None:
+        if otel_context.get_current() is self.context:  # innermost: this task, or a copy of it
             try:
-                get_context().run(otel_context.detach, token)
+                # The token's own ContextVar, so that a token of another task's context (a task
+                # created inside this scope shares its values) fails quietly: otel_context.detach
+                # would log a ValueError.
+                token.var.reset(token)
                 return
-            except RuntimeError:  # that context is running right now (another thread)
+            except ValueError:
                 pass
-        if owner is not None:  # detached when the owner next opens a span (reap_stale)
-            _STALE.setdefault(owner, []).append((token, self.context))
+            except AttributeError:  # a runtime context other than contextvars
+                otel_context.detach(token)
+                return
+        # Ended from another task, or below a context attached later and not detached yet:
+        # the task that made it current detaches it once it is current there (reap_stale).
+        STALE.append((token, self.context))
+        del STALE[:-_MAX_STALE]
 
     def end(self, error: BaseException | None = None, end_ns: int | None = None) -> int:
         """Detach and end the span (as failed when ``error``); return its end time."""

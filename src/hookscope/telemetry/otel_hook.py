@@ -38,6 +38,7 @@ from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
 from hookscope.telemetry._scopes import (
+    STALE,
     HookRunRecord,
     OperationRecord,
     SessionRecord,
@@ -145,7 +146,8 @@ class OTelHook(EventHandlers, DispatchObserver):
         return context.get(key) if key is not None else None
 
     def scope_started(self, context: HookContext) -> None:
-        reap_stale()
+        if STALE:  # spans ended in another task, still current in this one
+            reap_stale()
         opener = self._openers.get(type(context))
         if opener is not None:
             opener(context)
