@@ -61,7 +61,7 @@ class Opaque:
             [("Authorization", "Bearer x"), ("Accept", "json")],
             '[["Authorization", "[REDACTED]"], ["Accept", "json"]]',
         ),
-        ({"auth": Creds("ada", "k-1")}, '{"auth": {"user": "ada", "api_key": "[REDACTED]"}}'),
+        ({"login": Creds("ada", "k-1")}, '{"login": {"user": "ada", "api_key": "[REDACTED]"}}'),
         (Session(), '{"cookie": "[REDACTED]", "host": "h"}'),
         (Opaque(), '"<Opaque>"'),
         ({b"raw": 1, 2: "two"}, """{"b'raw'": 1, "2": "two"}"""),
@@ -350,3 +350,30 @@ async def test_a_blocked_model_request_keeps_its_messages_on_the_chat_span() -> 
     assert "gen_ai.output.messages" not in attributes
     # The model was never called: no operation duration for it.
     assert "gen_ai.client.operation.duration" not in rec.metric_points()
+
+
+async def test_a_hooks_own_redaction_patterns_apply_to_everything_it_captures() -> None:
+    with recording(capture_content=ContentCapture.SPAN_AND_EVENT) as rec:
+        hook = OTelHook(
+            rec.tracer_provider,
+            rec.meter_provider,
+            capture_content=ContentCapture.SPAN_AND_EVENT,
+            logger_provider=rec.logger_provider,
+            redact_patterns=[r"EMP-\d{6}"],
+        )
+        runner = HookRunner([hook])
+        async with runner.session() as session, session.turn("ask EMP-123456") as turn:
+            await turn.llm_request(LlmRequest("m", [{"role": "user", "content": "EMP-123456"}]))
+            await turn.llm_response(LlmResponse("m", "EMP-654321 found"))
+            await turn.call_tool(ToolCall("lookup", {"id": "EMP-111111"}), lambda id: "EMP-222222")
+            turn.respond(ChatResponse("EMP-333333"))
+    dumped = json.dumps(span_tree(rec.spans), default=str) + repr(
+        [log.log_record.attributes for log in rec.logs]
+    )
+    assert "EMP-" not in dumped
+    assert "[REDACTED]" in dumped
+    # Another hook without the pattern is not affected by it.
+    with recording(capture_content=ContentCapture.SPAN_ONLY) as plain:
+        async with HookRunner([plain.hook]).session() as session, session.turn("EMP-123456"):
+            pass
+    assert "EMP-123456" in json.dumps(span_tree(plain.spans), default=str)

@@ -27,7 +27,7 @@ from hookscope.telemetry._scopes import (
     error_type,
     usage_attributes,
 )
-from hookscope.telemetry.content import Messages, output_messages
+from hookscope.telemetry.content import Messages
 from hookscope.telemetry.instruments import Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
@@ -139,7 +139,7 @@ class EventHandlers:
                 span,
                 record.context,
                 record.prompt,
-                output_messages(response.text, (), finish_reasons),
+                self._messages.output(response.text, (), finish_reasons),
                 response.text,
                 {
                     sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
@@ -414,7 +414,7 @@ class EventHandlers:
                 span,
                 chat.context,
                 chat.request.messages,
-                output_messages(response.text, response.tool_calls, finish_reasons),
+                messages.output(response.text, response.tool_calls, finish_reasons),
                 response.text,
                 identity,
                 inputs_on_span=False,  # recorded when the request was reported

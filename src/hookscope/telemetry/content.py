@@ -8,8 +8,8 @@ named ``gen_ai.client.inference.operation.details`` as the GenAI conventions say
 value is a configuration error, never a silent default.
 
 Messages follow the conventions' JSON schema (``[{role, parts: [{type, content}]}]``, output
-messages with a ``finish_reason``). Every captured string is truncated, and values under
-secret-looking keys are always replaced by ``[REDACTED]``, at any depth.
+messages with a ``finish_reason``). Every captured value is truncated and redacted by
+:mod:`hookscope.telemetry.redaction` (secret-looking keys at any depth, secrets inside strings).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import enum
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -26,6 +25,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry.redaction import DEFAULT, REDACTED, Redactor, redact
 
 __all__ = [
     "CAPTURE_ENV",
@@ -44,11 +44,8 @@ __all__ = [
 CAPTURE_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: Characters kept of a captured value; longer values end with an ellipsis marker.
 DEFAULT_MAX_LENGTH: Final = 2048
-REDACTED: Final = "[REDACTED]"
-_SECRET_KEY: Final = re.compile(
-    r"token|secret|passw(or)?d|api[_-]?key|authorization|cookie|credential|private[_-]?key",
-    re.IGNORECASE,
-)
+# Searched beyond the cut, so a secret straddling it is still recognised whole.
+_REDACTION_MARGIN: Final = 1024
 
 
 class ContentCapture(enum.Enum):
@@ -97,37 +94,24 @@ def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture
 _BOOLEANS: Final = {"true": ContentCapture.SPAN_AND_EVENT, "false": ContentCapture.NO_CONTENT}
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` with every value under a secret-looking key replaced.
-
-    Keys are mapping keys, and the first item of ``(key, value)`` pairs (headers are often
-    lists of pairs).
-    """
-    if isinstance(value, Mapping):
-        return {
-            key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        if len(value) == 2 and isinstance(value[0], str) and _SECRET_KEY.search(value[0]):
-            return [value[0], REDACTED]
-        return [redact(item) for item in value]
-    return value
-
-
-def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH) -> str:
-    """``value`` redacted, as JSON, truncated. Never raises.
+def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH, redactor: Redactor = DEFAULT) -> str:
+    """``value`` redacted by ``redactor``, as JSON, truncated. Never raises.
 
     Objects JSON cannot hold are reduced to their fields (dataclasses, pydantic models, plain
     objects) so secret-looking fields are redacted too; anything else shows only its type, never
     its ``repr`` (which could carry secrets).
     """
+    limit, unseen = max_length + _REDACTION_MARGIN, 0
     try:
-        text = value if isinstance(value, str) else json.dumps(redact(_plain(value, 0)))
+        if isinstance(value, str):
+            unseen = max(0, len(value) - limit)  # cut before redaction; still counted
+            text = redactor.redact_text(value, limit)
+        else:
+            text = json.dumps(redactor.redact(_plain(value, 0), limit))
     except (TypeError, ValueError, RecursionError):
         text = f"[unrenderable {type(value).__name__}]"
     if len(text) > max_length:
-        return f"{text[:max_length]}…[truncated {len(text) - max_length} chars]"
+        return f"{text[:max_length]}…[truncated {len(text) - max_length + unseen} chars]"
     return text
 
 
@@ -161,27 +145,27 @@ def _plain(value: Any, depth: int) -> Any:
 Message = dict[str, Any]
 
 
-def _text(value: Any) -> Message:
-    return {"type": "text", "content": render(value)}
+def _text(value: Any, redactor: Redactor) -> Message:
+    return {"type": "text", "content": render(value, redactor=redactor)}
 
 
-def _parts(content: Any) -> list[Message]:
+def _parts(content: Any, redactor: Redactor) -> list[Message]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [_text(content)]
+        return [_text(content, redactor)]
     if isinstance(content, (list, tuple)):  # OpenAI-style content parts
         parts = []
         for part in content:
             if isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append(_text(part.get("text", part.get("content", ""))))
+                parts.append(_text(part.get("text", part.get("content", "")), redactor))
             else:
-                parts.append(_text(part))
+                parts.append(_text(part, redactor))
         return parts
-    return [_text(content)]
+    return [_text(content, redactor)]
 
 
-def _tool_call_part(call: Any) -> Message:
+def _tool_call_part(call: Any, redactor: Redactor) -> Message:
     """A tool call as a part: hookscope's ToolCall or an OpenAI-style mapping."""
     if isinstance(call, Mapping):
         function = call.get("function")
@@ -191,43 +175,51 @@ def _tool_call_part(call: Any) -> Message:
     else:
         name, arguments = getattr(call, "name", ""), getattr(call, "args", None)
         call_id = getattr(call, "id", "")
-    part: Message = {"type": "tool_call", "name": str(name), "arguments": render(arguments)}
+    part: Message = {
+        "type": "tool_call",
+        "name": str(name),
+        "arguments": render(arguments, redactor=redactor),
+    }
     if call_id:
         part["id"] = str(call_id)
     return part
 
 
-def _message(item: Any) -> Message:
+def _message(item: Any, redactor: Redactor) -> Message:
     if not isinstance(item, Mapping):
-        return {"role": "user", "parts": _parts(item)}
+        return {"role": "user", "parts": _parts(item, redactor)}
     role = str(item.get("role", "user"))
     if role == "tool":
-        part: Message = {"type": "tool_call_response", "response": render(item.get("content"))}
+        response = render(item.get("content"), redactor=redactor)
+        part: Message = {"type": "tool_call_response", "response": response}
         if item.get("tool_call_id"):
             part["id"] = str(item["tool_call_id"])
         return {"role": "tool", "parts": [part]}
-    parts = _parts(item.get("content"))
-    parts += [_tool_call_part(call) for call in item.get("tool_calls") or ()]
+    parts = _parts(item.get("content"), redactor)
+    parts += [_tool_call_part(call, redactor) for call in item.get("tool_calls") or ()]
     return {"role": role, "parts": parts}
 
 
-def input_messages(value: Any) -> list[Message]:
+def input_messages(value: Any, redactor: Redactor = DEFAULT) -> list[Message]:
     """``value`` (a prompt, or chat messages such as ``LlmRequest.messages``) as input messages.
 
     A string or any other value is one user message; mappings with ``role`` and ``content``
     (OpenAI style, including ``tool_calls`` and ``tool`` results) keep their roles.
     """
     if isinstance(value, (list, tuple)) and all(isinstance(m, Mapping) for m in value):
-        return [_message(item) for item in value]
-    return [_message(value)]
+        return [_message(item, redactor) for item in value]
+    return [_message(value, redactor)]
 
 
 def output_messages(
-    text: str, tool_calls: Sequence[Any] = (), finish_reasons: Sequence[str] = ()
+    text: str,
+    tool_calls: Sequence[Any] = (),
+    finish_reasons: Sequence[str] = (),
+    redactor: Redactor = DEFAULT,
 ) -> list[Message]:
     """The model's (or agent's) answer as one assistant output message."""
-    parts = [_text(text)] if text else []
-    parts += [_tool_call_part(call) for call in tool_calls]
+    parts = [_text(text, redactor)] if text else []
+    parts += [_tool_call_part(call, redactor) for call in tool_calls]
     reason = finish_reasons[0] if finish_reasons else ("tool_call" if tool_calls else "stop")
     return [{"role": "assistant", "parts": parts, "finish_reason": reason}]
 
@@ -247,28 +239,43 @@ class Messages:
     Args:
         capture: The capture mode.
         logger: The OTel logger that emits ``gen_ai.client.inference.operation.details``.
+        redactor: Redacts every captured value (the built-in rules, plus a hook's own
+            ``redact_patterns``).
     """
 
-    __slots__ = ("_logger", "capture", "on_events", "on_spans")
+    __slots__ = ("_logger", "capture", "on_events", "on_spans", "redactor")
 
-    def __init__(self, capture: ContentCapture, logger: Logger) -> None:
+    def __init__(
+        self, capture: ContentCapture, logger: Logger, redactor: Redactor = DEFAULT
+    ) -> None:
         self.capture = capture
         self.on_spans = capture.on_spans
         self.on_events = capture.on_events
+        self.redactor = redactor
         self._logger = logger
+
+    def output(
+        self, text: str, tool_calls: Sequence[Any] = (), finish_reasons: Sequence[str] = ()
+    ) -> list[Message]:
+        """An answer as output messages, redacted by this capture's redactor."""
+        return output_messages(text, tool_calls, finish_reasons, self.redactor)
 
     def prompt(self, span: Span, prompt: Any) -> None:
         """A turn's prompt, or a model request's messages, on its span."""
         if self.on_spans:
-            messages = input_messages(prompt)
+            redactor = self.redactor
+            messages = input_messages(prompt, redactor)
             span.set_attributes(
-                {sc.GEN_AI_INPUT_MESSAGES: to_json(messages), sc.INPUT_VALUE: render(prompt)}
+                {
+                    sc.GEN_AI_INPUT_MESSAGES: to_json(messages),
+                    sc.INPUT_VALUE: render(prompt, redactor=redactor),
+                }
             )
 
     def value(self, span: Span, key: str, openinference_key: str, value: Any) -> None:
         """A tool's arguments or result (or a question) on its span, under ``key``."""
         if self.on_spans:
-            rendered = render(value)
+            rendered = render(value, redactor=self.redactor)
             span.set_attributes({key: rendered, openinference_key: rendered})
 
     def exchange(
@@ -298,11 +305,13 @@ class Messages:
         if self.on_spans:
             span_attributes: dict[str, Any] = {
                 sc.GEN_AI_OUTPUT_MESSAGES: to_json(output),
-                sc.OUTPUT_VALUE: render(output_text),
+                sc.OUTPUT_VALUE: render(output_text, redactor=self.redactor),
             }
             if inputs_on_span:
-                span_attributes[sc.GEN_AI_INPUT_MESSAGES] = to_json(input_messages(inputs))
-                span_attributes[sc.INPUT_VALUE] = render(inputs)
+                span_attributes[sc.GEN_AI_INPUT_MESSAGES] = to_json(
+                    input_messages(inputs, self.redactor)
+                )
+                span_attributes[sc.INPUT_VALUE] = render(inputs, redactor=self.redactor)
             span.set_attributes(span_attributes)
         if self.on_events:
             self._logger.emit(
@@ -310,7 +319,7 @@ class Messages:
                 context=context,
                 attributes={
                     **attributes,
-                    sc.GEN_AI_INPUT_MESSAGES: input_messages(inputs),
+                    sc.GEN_AI_INPUT_MESSAGES: input_messages(inputs, self.redactor),
                     sc.GEN_AI_OUTPUT_MESSAGES: output,
                 },
             )

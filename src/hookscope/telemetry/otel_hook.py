@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from time import time_ns
 from typing import Any, Final, Literal, final
 
@@ -49,6 +50,8 @@ from hookscope.telemetry._scopes import (
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
+from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
+from hookscope.telemetry.redaction import Redactor
 
 __all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
 
@@ -76,6 +79,9 @@ class OTelHook(EventHandlers, DispatchObserver):
             before further ones are reported as ``_other``.
         logger_provider: Where ``gen_ai.client.inference.operation.details`` events go when
             content capture includes events; the global provider when ``None``.
+        redact_patterns: Regular expressions (strings or compiled) whose matches in captured
+            content are redacted, besides the built-in rules and those added process-wide
+            with :func:`hookscope.telemetry.add_redaction_pattern`.
 
     Raises:
         ValueError: an unknown trace layout or content capture mode.
@@ -91,6 +97,7 @@ class OTelHook(EventHandlers, DispatchObserver):
         capture_content: ContentCapture | None = None,
         cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT,
         logger_provider: LoggerProvider | None = None,
+        redact_patterns: Iterable[str | re.Pattern[str]] = (),
     ) -> None:
         layout = trace_layout or os.environ.get(LAYOUT_ENV, "").strip() or "session"
         if layout not in _LAYOUTS:
@@ -108,11 +115,13 @@ class OTelHook(EventHandlers, DispatchObserver):
         self.instruments = instruments_for(
             meter_provider or metrics.get_meter_provider(), cardinality_limit
         )
+        patterns = tuple(redact_patterns)
         self._messages = Messages(
             self.capture,
             (logger_provider or get_logger_provider()).get_logger(
                 sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
             ),
+            Redactor(patterns) if patterns else DEFAULT_REDACTOR,
         )
         # Each scope's record is stored on its context under a key private to this hook, so
         # two OTelHooks on one runner never see each other's records. One key per kind: an
