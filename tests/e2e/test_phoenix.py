@@ -24,7 +24,7 @@ from hookscope.policy import deny, enforce
 from hookscope.runner import HookRunner
 from hookscope.telemetry import OTelHook
 from hookscope.telemetry.setup import configure
-from hookscope.types import ChatResponse, Recovery, ToolCall, Usage
+from hookscope.types import ChatResponse, LlmRequest, LlmResponse, Recovery, ToolCall, Usage
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Phoenix
@@ -299,3 +299,50 @@ async def test_phoenix_sessions_view_groups_our_sessions_by_session_id(
     assert len(trace_ids["long-lived"]) == 3  # the session's own trace and one per turn
     for session_id, session in sessions.items():
         assert {t["trace_id"] for t in session["traces"]} == trace_ids[session_id]
+
+
+async def test_openinference_attributes_reach_phoenix_and_its_session_token_counts(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = f"hookscope-oi-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{phoenix.url}/v1/traces")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    telemetry = configure(service_name="hookscope-e2e", directory=tmp_path, set_global=False)
+    runner = HookRunner([OTelHook(telemetry.tracer_provider, telemetry.meter_provider)])
+    async with (
+        runner.session(agent_name="coder", session_id="oi-session", provider="openai") as session,
+        session.turn("fix the bug") as turn,
+    ):
+        await turn.llm_request(
+            LlmRequest(model="gpt-test", messages=[{"role": "user", "content": "fix the bug"}])
+        )
+        await turn.llm_response(
+            LlmResponse(model="gpt-test", text="reading a.py", usage=Usage(12, 5))
+        )
+        await turn.call_tool(ToolCall("view_file", {"path": "a.py"}, id="c1"), view_file)
+        turn.respond(ChatResponse("done", model="gpt-test"))
+    assert telemetry.shutdown(timeout_s=10.0)
+
+    spans = read_spans(phoenix, project, expected=4)
+    llm = next(span for span in spans if span["span_kind"] == "LLM")
+    assert only(
+        llm["attributes"],
+        (
+            "llm.model_name",
+            "llm.token_count.prompt",
+            "llm.token_count.completion",
+            "llm.token_count.total",
+        ),
+    ) == {
+        "llm.model_name": "gpt-test",
+        "llm.token_count.prompt": 12,
+        "llm.token_count.completion": 5,
+        "llm.token_count.total": 17,
+    }
+    tool = next(span for span in spans if span["span_kind"] == "TOOL")
+    assert tool["attributes"]["tool.name"] == "view_file"
+    assert "a.py" in tool["attributes"]["input.value"]
+    assert "contents of a.py" in tool["attributes"]["output.value"]
+    session = read_sessions(phoenix, project, expected=1)["oi-session"]
+    assert (session["token_count_prompt"], session["token_count_completion"]) == (12, 5)

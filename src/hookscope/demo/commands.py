@@ -98,7 +98,12 @@ def run_demo(args: argparse.Namespace) -> int:
 
         telemetry.meter_provider.add_metric_reader(PrometheusMetricReader())  # type: ignore[attr-defined]
         server, _ = _serve_prometheus(args.prometheus_port)
-    hook = OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=args.layout)
+    hook = OTelHook(
+        telemetry.tracer_provider,
+        telemetry.meter_provider,
+        trace_layout=args.layout,
+        logger_provider=telemetry.logger_provider,
+    )
     try:
         with tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace:
             agent = DemoAgent(Path(workspace), hooks=[hook], seed=args.seed)
