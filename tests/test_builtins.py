@@ -122,8 +122,8 @@ def test_each_builtin_reports_under_its_class_name(tmp_path: Any) -> None:
         "AllowAll",
         "ToolTiers",
         "RetryLoopDetector",
-        "SlowToolWarning",
     )
+    assert runner.hook_names("post_tool_call") == ("LoggingHook", "SlowToolWarning")
     assert runner.hook_names("pre_turn") == (
         "LoggingHook",
         "TurnLimit",
@@ -401,6 +401,29 @@ async def test_slow_tool_warning_logs_and_marks_the_tool_span(
     assert messages[0].startswith("slow tool call: slow returned after 0.")
     assert messages[1].startswith("slow tool call: slow_fail raised ConnectionError after 0.")
     assert all(m.endswith("(threshold 0.05s)") for m in messages)
+
+
+async def test_slow_tool_warning_without_a_recording_span_times_returned_calls_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = HookRunner([SlowToolWarning(threshold_s=0.05)])
+
+    async def slow(**kwargs: Any) -> str:
+        await asyncio.sleep(0.06)
+        return "late"
+
+    async def slow_fail(**kwargs: Any) -> str:
+        await asyncio.sleep(0.06)
+        raise ConnectionError("late and broken")
+
+    caplog.set_level(logging.WARNING, "hookscope.builtins")
+    async with runner.session() as session, session.turn("go") as turn:
+        await turn.call_tool(ToolCall("slow"), slow)
+        with pytest.raises(ConnectionError):
+            await turn.call_tool(ToolCall("slow_fail"), slow_fail)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    assert messages[0].startswith("slow tool call: slow returned after 0.")
 
 
 # --- LoggingHook -------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Iterable, Mapping
-from time import perf_counter
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
@@ -188,7 +188,10 @@ class SlowToolWarning(Hook):
     The mark is a span event ``hookscope.slow_tool`` (``gen_ai.tool.name``,
     ``hookscope.tool.duration_s``, ``hookscope.slow_tool.threshold_s``) on the span current
     while tool hooks run: the tool's span under ``OTelHook``. A call that returned is timed by
-    the runner; one that raised is timed from this hook's ``pre_tool_call``.
+    the runner. A call that raised is timed from the start of that span (the runner reports no
+    duration for it), so it needs ``OTelHook`` or another observer that makes a recording span
+    current; without one only calls that returned are timed. The hook does nothing before a
+    call runs, so it adds no work to calls on their way in.
 
     Args:
         threshold_s: Seconds from which a call counts as slow.
@@ -206,11 +209,6 @@ class SlowToolWarning(Hook):
         if not isinstance(logger, str) or not logger:
             raise ValueError(f"SlowToolWarning: logger must be a logger name, got {logger!r}")
         self.logger = logging.getLogger(logger)
-        self._key = state_key(self)
-
-    def pre_tool_call(self, context: OperationContext, call: ToolCall) -> None:
-        """Note when the call started (for calls that raise)."""
-        context.set(self._key, perf_counter())
 
     def post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
         """Warn when the call was slow."""
@@ -218,11 +216,12 @@ class SlowToolWarning(Hook):
             self._warn(result.call, result.duration_s, "returned")
 
     def on_tool_error(self, context: OperationContext, error: Exception) -> None:
-        """Warn when the call was slow before it raised."""
-        started = context.get(self._key)
-        if type(started) is not float or context.call is None:
+        """Warn when the call was slow before it raised (timed by its span, when recorded)."""
+        # The OTel API's Span has no start time; a recording span (the SDK's) does, in ns.
+        started = getattr(trace.get_current_span(), "start_time", None)
+        if type(started) is not int or context.call is None:
             return
-        duration = perf_counter() - started
+        duration = (time.time_ns() - started) / 1e9
         if duration >= self.threshold_s:
             self._warn(context.call, duration, f"raised {type(error).__name__}")
 
