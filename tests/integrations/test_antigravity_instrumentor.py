@@ -11,15 +11,16 @@ import wrapt
 from google.antigravity.hooks import hook_runner, hooks
 from opentelemetry.sdk.trace import TracerProvider
 
-from hookscope.integrations._antigravity_adapter import Adapter
-from hookscope.integrations._antigravity_state import Tracker
 from hookscope.integrations.antigravity import INSTRUMENTS, AntigravityInstrumentor
 from hookscope.integrations.antigravity import hooks as plain_hooks
+from hookscope.integrations.antigravity.reporting import notifier_for
+from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.integrations.antigravity.wrappers import Adapter
 
 
 def _targets() -> list[tuple[type, str]]:
     found = []
-    for module, qualified, _ in Adapter(Tracker([], "x")).targets():
+    for module, qualified, _ in Adapter(Tracker(notifier_for([]), "x")).targets():
         owner, _, attribute = qualified.rpartition(".")
         found.append((getattr(importlib.import_module(module), owner), attribute))
     return found

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookscope.integrations._antigravity_dispatch import Dispatch
-from hookscope.integrations._antigravity_state import CallInterrupted, Tracker, TurnInterrupted
+from hookscope.integrations.antigravity.reporting import Dispatch, notifier_for
+from hookscope.integrations.antigravity.sessions import CallInterrupted, Tracker, TurnInterrupted
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
 from ..conftest import Recorder
@@ -14,7 +14,7 @@ CALL = ToolCall("get_weather", {"city": "Oslo"}, "call_1")
 
 
 def tracker_with(recorder: Recorder) -> Tracker:
-    return Tracker([recorder], "bot")
+    return Tracker(notifier_for([recorder]), "bot")
 
 
 def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) -> None:
@@ -269,7 +269,7 @@ class Keep:
 
 def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
     keep = Keep()
-    tracker = Tracker([keep], "bot")
+    tracker = Tracker(notifier_for([keep]), "bot")
     session = tracker.open_session("s", "m", ())
     used = [Usage(100, 40)]
     session.usage = lambda: used[-1]
@@ -283,7 +283,7 @@ def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
 
 def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     keep = Keep()
-    tracker = Tracker([keep], "bot")
+    tracker = Tracker(notifier_for([keep]), "bot")
     session = tracker.open_session("s", None, ())
     op = tracker.op(session, call_id="call_1", call=CALL)
     tracker.tool_started(op)

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, final
 from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.integrations._antigravity_dispatch import Dispatch, Notifier, Scope
+from hookscope.integrations.antigravity.reporting import Dispatch, Notifier, Scope
 from hookscope.policy import Decision
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
 
@@ -107,7 +107,9 @@ class OpState:
         "step_key",
     )
 
-    def __init__(self, scope: Scope, call: ToolCall, pre: Dispatch | None) -> None:
+    def __init__(
+        self, scope: Scope[OperationContext], call: ToolCall, pre: Dispatch | None
+    ) -> None:
         self.scope = scope
         self.call = call
         #: ``pre_tool_call``: started when the call is first seen, finished when decided.
@@ -125,7 +127,7 @@ class OpState:
     @property
     def context(self) -> OperationContext:
         """The operation's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
+        return self.scope.context
 
     @property
     def decided(self) -> bool:
@@ -144,7 +146,7 @@ class TurnState:
 
     __slots__ = ("blocked", "post_turn", "pre_turn", "response_text", "scope", "usage_start")
 
-    def __init__(self, scope: Scope, usage_start: Usage | None) -> None:
+    def __init__(self, scope: Scope[TurnContext], usage_start: Usage | None) -> None:
         self.scope = scope
         self.usage_start = usage_start
         self.pre_turn: Dispatch | None = None
@@ -155,7 +157,7 @@ class TurnState:
     @property
     def context(self) -> TurnContext:
         """The turn's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
+        return self.scope.context
 
 
 def _no_hooks(event: HookEvent) -> bool:
@@ -186,7 +188,9 @@ class SessionState:
         "usage",
     )
 
-    def __init__(self, scope: Scope, model: str | None, rules: Sequence[RuleInfo]) -> None:
+    def __init__(
+        self, scope: Scope[SessionContext], model: str | None, rules: Sequence[RuleInfo]
+    ) -> None:
         self.scope = scope
         self.model = model
         self.rules = tuple(rules)
@@ -208,7 +212,7 @@ class SessionState:
     @property
     def context(self) -> SessionContext:
         """The session's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
+        return self.scope.context
 
     def rules_named(self, name: str, decision: Decision) -> list[RuleInfo]:
         """Static (harness-enforced) rules called ``name`` that decide ``decision``."""
@@ -219,12 +223,12 @@ class Tracker:
     """Opens and closes hookscope scopes from SDK events and tells the observers.
 
     Args:
-        observers: DispatchObservers (OTelHook) to drive.
+        notifier: The runner's notifier, which tells the observers (OTelHook).
         agent_name: The agent name every session reports.
     """
 
-    def __init__(self, observers: Sequence[object], agent_name: str) -> None:
-        self.notify = Notifier(observers)
+    def __init__(self, notifier: Notifier, agent_name: str) -> None:
+        self.notify = notifier
         self.agent_name = agent_name
         self.active = True
         self._sessions: dict[int, SessionState] = {}

@@ -11,19 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from google.antigravity.connections.local import (  # type: ignore[import-untyped]
+from google.antigravity.connections.local import (
     struct_converter,
 )
-from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
+from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.hooks import HookEvent
-from hookscope.integrations._antigravity_dispatch import Dispatch, Scope
-from hookscope.integrations._antigravity_sdk import hook_step, json_args, tool_error, tool_name
-from hookscope.integrations._antigravity_state import OpState, SessionState, Tracker, TurnState
+from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.integrations.antigravity.sdk_values import (
+    hook_step,
+    json_args,
+    tool_error,
+    tool_name,
+)
+from hookscope.integrations.antigravity.sessions import OpState, SessionState, Tracker, TurnState
 from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
-    from hookscope.integrations._antigravity_adapter import Adapter
+    from hookscope.integrations.antigravity.wrappers import Adapter
 
 __all__ = ["HANDLERS", "router_wrapper"]
 
@@ -44,7 +49,7 @@ _PRE_TURN_DENY: Final = pb2.PreTurnResult.Decision.DENY
 
 #: What a begin function returns: the dispatch, the scope whose span is current while the
 #: hooks run, and what the end function needs; ``None`` when there is nothing to report.
-Begun = tuple[Dispatch, Scope, Any] | None
+Begun = tuple[Dispatch, Scope[Any], Any] | None
 
 
 def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:

@@ -14,7 +14,7 @@ Where each lifecycle point is observed (read with the SDK's source at hand):
 * tool calls: ``_emit_step`` (every step update: tool steps, harness denials, final answers),
   ``_execute_client_tool`` (Python tools; the ToolResult it returns carries the real
   exception), the policy-decision handler (rules with ``when`` or ask-user), and the hook
-  router (see ``_antigravity_router``).
+  router (see ``hook_router``).
 * SDK hooks: ``HookRunner.register_hook`` registers a transparent proxy of each hook, which
   reports the hook's duration and result to the dispatch running in its task.
 """
@@ -28,15 +28,16 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import Any, Final
 
-from google.antigravity import types as ag_types  # type: ignore[import-untyped]
-from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
+from google.antigravity import types as ag_types
+from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.context import SessionContext
 from hookscope.hooks import HookEvent
-from hookscope.integrations import _antigravity_sdk as sdk
-from hookscope.integrations._antigravity_dispatch import Dispatch
-from hookscope.integrations._antigravity_router import HANDLERS, router_wrapper
-from hookscope.integrations._antigravity_state import (
+from hookscope.integrations.antigravity import sdk_values as sdk
+from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
+from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
+from hookscope.integrations.antigravity.reporting import Dispatch
+from hookscope.integrations.antigravity.sessions import (
     HARNESS_POLICY,
     POLICY_HOOK,
     OpState,
@@ -184,7 +185,7 @@ class Adapter:
             runner = weakref.ref(instance)
 
             def has_hooks(event: HookEvent) -> bool:
-                live, attribute = runner(), sdk.RUNNER_LISTS.get(event)
+                live, attribute = runner(), RUNNER_LISTS.get(event)
                 return bool(live is not None and attribute and getattr(live, attribute, ()))
 
             session.has_hooks = has_hooks
@@ -205,7 +206,7 @@ class Adapter:
 
     def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         if args and self.tracker.active:
-            args = (sdk.proxy(args[0]), *args[1:])
+            args = (proxy(args[0]), *args[1:])
         return wrapped(*args, **kwargs)
 
     # --- turns ---
