@@ -86,7 +86,7 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
 
         async def run(self, context: Any, data: Any) -> None:
             session = sessions.of(context)
-            op = tracker.op(session, call_id=data.id or None, call=_call(data))
+            op = tracker.op_for_request(session, None, _call(data))
             if data.error:
                 error = ag_types.ToolExecutionError(data.error, op.call.name)
                 tracker.tool_failed(op, error, hooks_pending=False)
@@ -101,7 +101,7 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
             session = sessions.of(context)
             call_id = getattr(data, "call_id", None)
             name = str(getattr(data, "tool_name", "") or "")
-            op = tracker.op(session, call_id=call_id, call=ToolCall(name, {}, call_id or ""))
+            op = tracker.op_for_request(session, None, ToolCall(name, {}, call_id or ""))
             tracker.tool_failed(op, data, hooks_pending=False)
             tracker.close_op(session, op)
             return None

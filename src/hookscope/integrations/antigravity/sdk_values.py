@@ -25,7 +25,6 @@ __all__ = [
     "call_from_sdk",
     "denial_message",
     "denied_call",
-    "hook_step",
     "is_denial",
     "json_args",
     "model_of",
@@ -92,15 +91,6 @@ def model_of(config: Any) -> str | None:
         return model
     name = getattr(model, "name", None)
     return name if isinstance(name, str) and name else None
-
-
-def hook_step(trajectory_id: str, step_index: int) -> tuple[str, int] | None:
-    """The step-update key of a call that a hook or policy request numbers ``step_index``."""
-    # Hook and policy requests number a call's step one higher than its step updates do
-    # (observed with the 0.1.22 harness: a call in step update 1 arrives as step_index 2).
-    if not trajectory_id or step_index <= 0:
-        return None
-    return (trajectory_id, step_index - 1)
 
 
 def answers_of(result: Any) -> list[Answer] | None:

@@ -26,6 +26,12 @@ from typing import Any, Final, Literal, final
 from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
+from hookscope.integrations.antigravity.operations import (
+    CallInterrupted,
+    OpIndex,
+    OpState,
+    StepKey,
+)
 from hookscope.integrations.antigravity.reporting import Dispatch, Notifier, Scope
 from hookscope.policy import Decision
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
@@ -39,8 +45,10 @@ __all__ = [
     "RuleInfo",
     "SessionState",
     "Tracker",
+    "TurnEnd",
     "TurnInterrupted",
     "TurnState",
+    "ends_by_cancellation",
 ]
 
 #: Decided-by name for policy rules the SDK evaluates in Python (``when`` predicates, ask-user).
@@ -51,7 +59,18 @@ HARNESS_POLICY: Final = "antigravity.harness"
 UNKNOWN_TOOL: Final = "_unknown"
 
 _ALLOW: Final = HookResult()
-StepKey = tuple[str, int]
+#: How a turn ends (``TurnOutcome``, including ``cancelled``).
+TurnEnd = Literal["completed", "blocked", "failed", "cancelled"]
+
+
+def ends_by_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
+
+    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
+    turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
+    is recognised from the trajectory's cancelled state instead.
+    """
+    return is_cancellation(error) or isinstance(error, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,63 +100,6 @@ class TurnInterrupted(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the session ended before the turn did; read the whole response first")
-
-
-class CallInterrupted(RuntimeError):
-    """Why a tool call failed when its turn ended, without an error, before the call did."""
-
-    def __init__(self) -> None:
-        super().__init__("the turn ended before this tool call was decided or had run")
-
-
-@final
-class OpState:
-    """One tool call (or interaction) of a turn, open until its step is done."""
-
-    __slots__ = (
-        "allow",
-        "call",
-        "call_id",
-        "closed",
-        "denied",
-        "outcome",
-        "pre",
-        "run_started",
-        "scope",
-        "step_key",
-    )
-
-    def __init__(
-        self, scope: Scope[OperationContext], call: ToolCall, pre: Dispatch | None
-    ) -> None:
-        self.scope = scope
-        self.call = call
-        #: ``pre_tool_call``: started when the call is first seen, finished when decided.
-        self.pre = pre
-        #: An allow that carries a policy decision, kept until the allow is final.
-        self.allow: HookResult = _ALLOW
-        #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
-        self.outcome: Dispatch | None = None
-        self.call_id: str | None = None
-        self.step_key: StepKey | None = None
-        self.run_started = 0.0
-        self.denied = False
-        self.closed = False
-
-    @property
-    def context(self) -> OperationContext:
-        """The operation's hookscope context."""
-        return self.scope.context
-
-    @property
-    def decided(self) -> bool:
-        """Whether ``pre_tool_call`` has finished (allowed, denied or abandoned)."""
-        return self.pre is None or self.pre.finished
-
-    @property
-    def in_flight(self) -> bool:
-        """Whether the call still awaits its decision or its tool's end."""
-        return not self.denied and self.outcome is None
 
 
 @final
@@ -179,8 +141,6 @@ class SessionState:
         "has_hooks",
         "model",
         "ops",
-        "ops_by_call",
-        "ops_by_step",
         "rules",
         "scope",
         "start_reported",
@@ -195,9 +155,7 @@ class SessionState:
         self.model = model
         self.rules = tuple(rules)
         self.turn: TurnState | None = None
-        self.ops: dict[int, OpState] = {}
-        self.ops_by_call: dict[str, OpState] = {}
-        self.ops_by_step: dict[StepKey, OpState] = {}
+        self.ops = OpIndex()
         #: Whether the SDK has hooks for an event: then the harness calls back for it, and
         #: the dispatch is reported when those hooks run.
         self.has_hooks: Callable[[HookEvent], bool] = _no_hooks
@@ -260,14 +218,17 @@ class Tracker:
         self._sessions.pop(id(session), None)
         interruption = error or TurnInterrupted()
         if session.turn is not None:  # the session ended before the trajectory went idle
-            self.end_turn(session, error=interruption, outcome="failed")
-        for op in list(session.ops.values()):
+            # Cancelled by the caller's task being cancelled (a timeout included), or failed.
+            cancelled = error is not None and ends_by_cancellation(error)
+            outcome: TurnEnd = "cancelled" if cancelled else "failed"
+            self.end_turn(session, error=interruption, outcome=outcome)
+        for op in list(session.ops.open.values()):
             self.close_op(session, op, interruption)
         context = session.context
         if error is None:
             context.outcome = "completed"
         else:
-            context.outcome = "cancelled" if is_cancellation(error) else "failed"
+            context.outcome = "cancelled" if ends_by_cancellation(error) else "failed"
         if not session.end_reported:
             session.end_reported = True
             Dispatch(self.notify, "on_session_end", context, None).finish(None)
@@ -320,9 +281,12 @@ class Tracker:
         session: SessionState,
         *,
         error: BaseException | None = None,
-        outcome: Literal["completed", "blocked", "failed"] | None = None,
+        outcome: TurnEnd | None = None,
     ) -> None:
-        """Close the open turn: completed (with ``post_turn``), blocked or failed."""
+        """Close the open turn: completed (with ``post_turn``), blocked, failed or cancelled.
+
+        A turn ended by ``error`` (failed or cancelled) ends its calls in flight with it.
+        """
         turn = session.turn
         if turn is None:
             return
@@ -334,7 +298,7 @@ class Tracker:
                 turn.pre_turn.abandon()
         if outcome is None:
             outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
-        for op in list(session.ops.values()):
+        for op in list(session.ops.open.values()):
             if op.scope.context.parent is turn.context:
                 self.close_op(session, op, error)
         if outcome == "completed" and not turn.post_turn:
@@ -344,40 +308,75 @@ class Tracker:
 
     # --- tool operations ---
 
-    def op(
-        self,
-        session: SessionState,
-        *,
-        call_id: str | None = None,
-        step_key: StepKey | None = None,
-        call: ToolCall | None = None,
-    ) -> OpState:
-        """The open operation for ``call_id`` or ``step_key``; a new one when there is none.
-
-        Both keys are per session: OpenAI-style call ids repeat across sessions, and a key is
-        released when its operation closes, so a later call may reuse it.
-        """
-        op = session.ops_by_call.get(call_id) if call_id else None
-        if op is None and step_key is not None:
-            op = session.ops_by_step.get(step_key)
-            if op is not None and call_id and op.call_id not in (None, call_id):
-                op = None  # that step belongs to another call: do not merge the two
-        if op is None:
-            turn = self.current_turn(session)
-            call = call or ToolCall(UNKNOWN_TOOL)
-            if call_id and not call.id:
-                call = ToolCall(call.name, call.args, call_id, call.server)
-            context = OperationContext(turn.context, "tool", call, call.id)
-            op = OpState(Scope(context, contextvars.Context(), self.notify), call, None)
-            op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
-            session.ops[id(op)] = op
-        if call_id and op.call_id is None:
-            op.call_id = call_id
-            session.ops_by_call[call_id] = op
-        if step_key is not None and op.step_key is None:
-            op.step_key = step_key
-            session.ops_by_step[step_key] = op
+    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> OpState:
+        turn = self.current_turn(session)
+        context = OperationContext(turn.context, "tool", call, call.id)
+        op = OpState(Scope(context, contextvars.Context(), self.notify), call, None, trajectory)
+        op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
+        if call.id:
+            op.call_id = call.id
+        session.ops.add(op)
         return op
+
+    def op_for_request(
+        self, session: SessionState, trajectory: str | None, call: ToolCall
+    ) -> OpState:
+        """The call a policy or hook request (or a Python tool run) is about.
+
+        Found by its call id, else it is the operation a step update opened for the same
+        trajectory and tool (which learns the call id now), else a new one.
+        """
+        ops = session.ops
+        op = ops.by_call(call.id)
+        if op is None:
+            op = ops.unbound(trajectory, call, lacking="call")
+            if op is None:
+                return self._open_op(session, call, trajectory)
+            if call.id:
+                ops.bind_call(op, call.id)
+        if op.trajectory is None and trajectory:
+            op.trajectory = trajectory
+        return op
+
+    def late_op(self, session: SessionState, call_id: str | None) -> OpState | None:
+        """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
+        return session.ops.by_call(call_id) or session.ops.recently_closed(call_id=call_id)
+
+    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> OpState:
+        """The call a tool step update is about (open or recently closed), else a new one.
+
+        A Python tool's step carries the call id; a harness tool's does not, and is matched to
+        the request that named the same tool in the same trajectory.
+        """
+        ops = session.ops
+        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = ops.by_call(call.id) or ops.unbound(step_key[0], call, lacking="step")
+        if op is None:
+            op = self._open_op(session, call, step_key[0])
+        ops.bind_step(op, step_key)
+        return op
+
+    def op_for_denial_step(
+        self, session: SessionState, step_key: StepKey, call: Callable[[], ToolCall]
+    ) -> tuple[OpState, bool]:
+        """The call a denial step (which names no tool) reports, and whether it is new.
+
+        A step already seen, or the call of its trajectory Python saw and no step claimed
+        (:meth:`OpIndex.denial_target`); else a call the harness denied before Python heard
+        of it (``call`` names it as far as the rule tells).
+        """
+        ops = session.ops
+        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
+        if op is not None:
+            return op, False
+        op = ops.denial_target(step_key[0])
+        new = op is None
+        if op is None:
+            op = self._open_op(session, call(), step_key[0])
+        ops.bind_step(op, step_key)
+        return op, new
 
     def deny(self, op: OpState, result: HookResult, decided_by: str | None) -> None:
         """The call was denied (by a hook, a Python-evaluated rule or the harness)."""
@@ -396,7 +395,7 @@ class Tracker:
     def tool_started(self, op: OpState) -> None:
         """The tool is about to run in Python."""
         self.allowed(op)
-        op.run_started = perf_counter()
+        op.mark_started()
 
     def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
         """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
@@ -415,6 +414,7 @@ class Tracker:
         self.allowed(op)
         if op.closed or op.outcome is not None:
             return
+        op.failure = error  # until a hook recovers it, the call ends in this error
         op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
         if not hooks_pending:
             op.outcome.finish(None)
@@ -422,7 +422,24 @@ class Tracker:
     def recovered(self, op: OpState, value: str | None) -> None:
         """The SDK's error hooks ran: a non-empty string replaced the error for the model."""
         if op.outcome is not None and op.outcome.event == "on_tool_error":
+            if value:
+                op.failure = None
             op.outcome.finish(Recovery(value) if value else None)
+
+    def step_finished(self, session: SessionState, op: OpState) -> None:
+        """The harness reports the call's step done: close it, once its SDK hooks reported.
+
+        The harness may call the SDK's post-call or error hooks after the step update that
+        ends the call; the operation stays open for them (at the latest, until its turn ends).
+        """
+        op.step_done = True
+        if not op.hooks_pending:
+            self.close_op(session, op)
+
+    def hooks_reported(self, session: SessionState, op: OpState) -> None:
+        """The SDK's post-call or error hooks of ``op`` reported: close it if its step is done."""
+        if op.step_done:
+            self.close_op(session, op)
 
     def close_op(
         self, session: SessionState, op: OpState, interruption: BaseException | None = None
@@ -432,21 +449,19 @@ class Tracker:
         A call still in flight (undecided, or allowed but not yet returned) was interrupted:
         its scope ends with ``interruption`` (the turn's or session's error; a
         :class:`CallInterrupted` when there is none), and an undecided ``pre_tool_call`` is
-        abandoned, never finished as an allow. A call that ran or was denied ends normally.
+        abandoned, never finished as an allow. A call whose tool failed, unrecovered, ends
+        with the tool's error (as a raising tool ends a runner's scope); a call that ran or
+        was denied ends normally.
         """
         if op.closed:
             return
         op.closed = True
-        error = (interruption or CallInterrupted()) if op.in_flight else None
+        error = (interruption or CallInterrupted()) if op.in_flight else op.failure
         if op.pre is not None and not op.pre.finished:
             op.pre.abandon()
         if op.outcome is not None:  # the tool ran; the SDK's hooks never reported back
             op.outcome.finish(None)
-        session.ops.pop(id(op), None)
-        if op.call_id is not None and session.ops_by_call.get(op.call_id) is op:
-            del session.ops_by_call[op.call_id]
-        if op.step_key is not None and session.ops_by_step.get(op.step_key) is op:
-            del session.ops_by_step[op.step_key]
+        session.ops.close(op)
         op.scope.end(self.notify, error)
 
     def interaction(self, session: SessionState) -> OpState:

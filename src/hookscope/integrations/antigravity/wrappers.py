@@ -36,13 +36,15 @@ from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
+from hookscope.integrations.antigravity.operations import OpState, StepKey
 from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import (
     HARNESS_POLICY,
     POLICY_HOOK,
-    OpState,
     SessionState,
     Tracker,
+    TurnEnd,
+    ends_by_cancellation,
 )
 from hookscope.policy import Decision, PolicyDecision
 from hookscope.types import HookResult, Question, ToolCall, Usage
@@ -223,7 +225,8 @@ class Adapter:
             raise
 
     def _turn_failed(self, session: SessionState, error: BaseException) -> None:
-        self.tracker.end_turn(session, error=error, outcome="failed")
+        outcome: TurnEnd = "cancelled" if ends_by_cancellation(error) else "failed"
+        self.tracker.end_turn(session, error=error, outcome=outcome)
 
     async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
@@ -253,10 +256,10 @@ class Adapter:
             turn = session.turn
             if turn is not None and turn.blocked:
                 tracker.end_turn(session, outcome="blocked")
-            else:
+            else:  # the SDK's own conversation.cancel(), or the harness halting the turn
                 message = update.error if update.HasField("error") else "turn cancelled"
                 cancelled = ag_types.AntigravityCancelledError(message)
-                tracker.end_turn(session, error=cancelled, outcome="failed")
+                tracker.end_turn(session, error=cancelled, outcome="cancelled")
 
     # --- steps ---
 
@@ -278,30 +281,41 @@ class Adapter:
         step_key = (step.trajectory_id, step.step_index)
         if not step.tool_calls:
             if status == _StepStatus.ERROR and sdk.is_denial(step):
-                # A call denied inside the harness: its step names no tool and no call id.
-                message = sdk.denial_message(step)
-                denied = session.ops_by_step.get(step_key) or tracker.op(
-                    session, step_key=step_key, call=sdk.denied_call(session, message)
-                )
-                self._harness_denied(session, denied, message)
-                tracker.close_op(session, denied)
+                self._denial_step(session, step_key, sdk.denial_message(step))
             return
         tool_call = step.tool_calls[0]
         # A harness tool's step carries no call id: the SDK puts the step's id there.
         call_id = tool_call.id if tool_call.id and tool_call.id != step.id else None
         call = sdk.call_from_sdk(tool_call, call_id)
-        op = tracker.op(session, call_id=call_id, step_key=step_key, call=call)
+        op = tracker.op_for_step(session, step_key, call)
+        if op.closed:
+            return  # a repeated update of a step already finished
         if status == _StepStatus.ACTIVE:
             tracker.allowed(op)
         elif status == _StepStatus.DONE:
-            tracker.tool_returned(op, None, hooks_pending=False)
-            tracker.close_op(session, op)
+            # A harness tool ran outside Python; the SDK's post-call hooks may report later.
+            tracker.tool_returned(op, None, hooks_pending=session.has_hooks("post_tool_call"))
+            tracker.step_finished(session, op)
         elif status == _StepStatus.ERROR:
             if not op.decided and sdk.is_denial(step):
                 self._harness_denied(session, op, sdk.denial_message(step))
             else:
-                tracker.tool_failed(op, sdk.tool_error(step.error, call.name), hooks_pending=False)
-            tracker.close_op(session, op)
+                error = sdk.tool_error(step.error, call.name)
+                tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+            tracker.step_finished(session, op)
+
+    def _denial_step(self, session: SessionState, step_key: StepKey, message: str) -> None:
+        """A denied call's step, which names no tool and no call id (module docs of operations).
+
+        It reports a call Python already saw denied (a ``when`` rule, ask-user, a decide
+        hook) or, when there is none, a call a static rule denied inside the harness.
+        """
+        op, new = self.tracker.op_for_denial_step(
+            session, step_key, lambda: sdk.denied_call(session, message)
+        )
+        if new or not op.decided:
+            self._harness_denied(session, op, message)
+        self.tracker.step_finished(session, op)
 
     def _harness_denied(self, session: SessionState, op: OpState, message: str) -> None:
         """A denial by a static rule, which the harness names by its name or its reason."""
@@ -340,8 +354,8 @@ class Adapter:
         return result
 
     def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
-        call_id = tool_call.id or None
-        op = self.tracker.op(session, call_id=call_id, call=sdk.call_from_sdk(tool_call, call_id))
+        call = sdk.call_from_sdk(tool_call, tool_call.id or None)
+        op = self.tracker.op_for_request(session, None, call)
         self.tracker.tool_started(op)
         return op
 
@@ -387,8 +401,7 @@ class Adapter:
             args.call_id,
             args.server_name or None,
         )
-        step_key = sdk.hook_step(args.trajectory_id, args.step_index)
-        return self.tracker.op(session, call_id=args.call_id or None, step_key=step_key, call=call)
+        return self.tracker.op_for_request(session, args.trajectory_id or None, call)
 
     def _policy_decided(self, op: OpState, policy: Any, outcome: Any, duration: float) -> None:
         """Report one rule's evaluation as a run of the ``antigravity.policy`` hook."""
