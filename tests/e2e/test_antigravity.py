@@ -26,6 +26,8 @@ from hookscope.integrations.antigravity import hooks as hookscope_hooks
 from tests.otel_helpers import attrs, metric_points, span_tree
 from tests.support.openai_server import Call, Reply, ScriptedOpenAIServer
 
+pytestmark = pytest.mark.e2e
+
 AGENT = "weather-bot"
 #: Upper bound for one whole agent session (harness start, chats, shutdown).
 SESSION_DEADLINE_S = 60.0
@@ -822,3 +824,245 @@ async def test_plain_hooks_record_sessions_turns_and_tools(
         session_span([turn], tool_calls=1),
         WEATHER_API,
     ]
+
+
+# --- multi-turn sessions: every kind of decision in every turn, three sessions at once ----------
+
+#: A tool span as the multi-turn tests compare it: tool, call id, tool outcome, decision,
+#: policy outcome, rule, decided by, status.
+ToolSummary = tuple[str, str, str, str, str, str, str, str]
+
+
+def summary(spans: Sequence[Any]) -> list[list[tuple[str, list[ToolSummary]]]]:
+    """Per session, per turn: the turn's outcome and its tool spans (sorted by call id)."""
+    children: dict[int, list[Any]] = {}
+    for span in spans:
+        if span.parent is not None:
+            children.setdefault(span.parent.span_id, []).append(span)
+
+    def tool(span: Any) -> ToolSummary:
+        a = span.attributes
+        return (
+            a["gen_ai.tool.name"],
+            a.get("gen_ai.tool.call.id", ""),
+            a["hookscope.tool.outcome"],
+            a.get("hookscope.policy.decision", ""),
+            a.get("hookscope.policy.outcome", ""),
+            a.get("hookscope.policy.rule", ""),
+            a.get("hookscope.policy.decided_by", ""),
+            span.status.status_code.name,
+        )
+
+    sessions = sorted((s for s in spans if s.parent is None), key=lambda s: s.start_time)
+    result = []
+    for session in sessions:
+        turns = sorted(children.get(session.context.span_id, []), key=lambda s: s.start_time)
+        result.append(
+            [
+                (
+                    turn.attributes["hookscope.turn.outcome"],
+                    sorted(tool(c) for c in children.get(turn.context.span_id, [])),
+                )
+                for turn in turns
+            ]
+        )
+    return result
+
+
+class SdkHooks:
+    """An SDK pre-tool decide hook and a post-tool hook that count their calls."""
+
+    def __init__(self) -> None:
+        self.pre = 0
+        self.post = 0
+
+    def hooks(self) -> list[Any]:
+        owner = self
+
+        class AllowAll(hooks.PreToolCallDecideHook):
+            name = "allow_all_hook"
+
+            async def run(self, context: Any, data: Any) -> types.HookResult:
+                owner.pre += 1
+                return types.HookResult(allow=True)
+
+        class CountAfter(hooks.PostToolCallHook):
+            name = "count_after"
+
+            async def run(self, context: Any, data: Any) -> None:
+                await asyncio.sleep(0.02)  # report late: after the call's step is done
+                owner.post += 1
+
+        return [AllowAll(), CountAfter()]
+
+
+def multi_turn_config(
+    model: ScriptedOpenAIServer, workdir: Path, sdk_hooks: Sequence[Any]
+) -> LocalOpenAIAgentConfig:
+    """Three turns; each makes calls a `when` rule, a static rule, ask-user or nothing decides."""
+    workdir.mkdir(exist_ok=True)
+    (workdir / "a.txt").write_text("alpha\n")
+    (workdir / "b.txt").write_text("beta\n")
+    key = f"three turns in {workdir.name}"
+    model.scripts[key] = [
+        Reply(
+            tool_calls=[
+                Call("get_weather", {"city": "Oslo"}, id="call_1"),
+                Call("get_weather", {"city": "Paris"}, id="call_2"),
+            ]
+        ),
+        Reply(text="Oslo is sunny; Paris is off limits."),
+        Reply(
+            tool_calls=[
+                Call("view_file", {"AbsolutePath": str(workdir / "a.txt")}, id="call_1"),
+                Call("delete_file", {"path": "a.txt"}, id="call_2"),
+            ]
+        ),
+        Reply(text="Read a.txt; deleting is not allowed."),
+        Reply(
+            tool_calls=[
+                Call("view_file", {"AbsolutePath": str(workdir / "b.txt")}, id="call_1"),
+                Call("get_weather", {"city": "Paris"}, id="call_2"),
+                Call("get_weather", {"city": "Rome"}, id="call_3"),
+            ]
+        ),
+        Reply(text="Rome is sunny."),
+    ]
+
+    def get_weather(city: str) -> str:
+        """Today's weather in a city."""
+        return f"sunny in {city}"
+
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        raise AssertionError("a statically denied tool must never run")
+
+    async def approve_only_a(call: types.ToolCall) -> bool:
+        return str(call.args.get("AbsolutePath", "")).endswith("a.txt")
+
+    policies = [
+        policy.deny("get_weather", when=lambda args: args.get("city") == "Paris", name="no-paris"),
+        policy.deny("delete_file", name="no-deletes"),
+        policy.ask_user("view_file", handler=approve_only_a, name="ask-to-read"),
+        policy.allow_all(),
+    ]
+    return agent_config(
+        model,
+        workdir,
+        [get_weather, delete_file],
+        policies=policies,
+        sdk_hooks=sdk_hooks,
+        enabled_tools=[types.BuiltinTools.VIEW_FILE],
+    )
+
+
+ALLOWED_BY_HOOKS = ("allow", "allowed", "", "")
+WHEN_DENIED = ("deny", "denied", "no-paris", "antigravity.policy")
+STATIC_DENIED = ("deny", "denied", "no-deletes", "antigravity.harness")
+ASKED = ("ask_user", "allowed", "ask-to-read", "antigravity.policy")
+ASKED_REJECTED = ("ask_user", "denied", "ask-to-read", "antigravity.policy")
+
+#: One session's turns: every real call once, with the decision that governed it.
+THREE_TURNS = [
+    (
+        "completed",
+        [
+            ("get_weather", "call_1", "succeeded", *ALLOWED_BY_HOOKS, "UNSET"),
+            ("get_weather", "call_2", "denied", *WHEN_DENIED, "UNSET"),
+        ],
+    ),
+    (
+        "completed",
+        [
+            ("delete_file", "call_2", "denied", *STATIC_DENIED, "UNSET"),
+            ("view_file", "call_1", "succeeded", *ASKED, "UNSET"),
+        ],
+    ),
+    (
+        "completed",
+        [
+            ("get_weather", "call_2", "denied", *WHEN_DENIED, "UNSET"),
+            ("get_weather", "call_3", "succeeded", *ALLOWED_BY_HOOKS, "UNSET"),
+            ("view_file", "call_1", "denied", *ASKED_REJECTED, "UNSET"),
+        ],
+    ),
+]
+RUNS = 3
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_three_turn_sessions_record_every_call_once_with_its_decision(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    span_exporter: InMemorySpanExporter,
+    metric_reader: InMemoryMetricReader,
+) -> None:
+    # Three sessions at once (the SDK's callbacks race), reusing the same call ids in every
+    # turn and every session; SDK pre- and post-tool hooks run for every call.
+    counted = [SdkHooks() for _ in range(RUNS)]
+    configs = [
+        multi_turn_config(model, tmp_path / f"run{i}", counted[i].hooks()) for i in range(RUNS)
+    ]
+    prompts = [[f"three turns in run{i}", "and again", "once more"] for i in range(RUNS)]
+
+    answers = await asyncio.gather(*(chat(c, *p) for c, p in zip(configs, prompts, strict=True)))
+
+    assert (
+        answers
+        == [
+            [
+                "Oslo is sunny; Paris is off limits.",
+                "Read a.txt; deleting is not allowed.",
+                "Rome is sunny.",
+            ]
+        ]
+        * RUNS
+    )
+    spans = span_exporter.get_finished_spans()
+    assert summary(spans) == [THREE_TURNS] * RUNS
+    # The SDK's own hooks ran for every call that reached them (their spans count the same).
+    assert [(c.pre, c.post) for c in counted] == [(7, 3)] * RUNS
+    points = counters(metric_reader)
+    calls = {
+        ("get_weather", "succeeded"): 2,
+        ("get_weather", "denied"): 2,
+        ("delete_file", "denied"): 1,
+        ("view_file", "succeeded"): 1,
+        ("view_file", "denied"): 1,
+    }
+    assert points["hookscope.tool.calls"] == {
+        attrs(
+            gen_ai__agent__name=AGENT, gen_ai__tool__name=tool, hookscope__tool__outcome=outcome
+        ): count * RUNS
+        for (tool, outcome), count in calls.items()
+    }
+    decisions = {
+        ("get_weather", "allow", "allowed", None): 2,
+        ("get_weather", "deny", "denied", "no-paris"): 2,
+        ("delete_file", "deny", "denied", "no-deletes"): 1,
+        ("view_file", "ask_user", "allowed", "ask-to-read"): 1,
+        ("view_file", "ask_user", "denied", "ask-to-read"): 1,
+    }
+    assert {
+        tuple(
+            dict(key).get(k)
+            for k in (
+                "gen_ai.tool.name",
+                "hookscope.policy.decision",
+                "hookscope.policy.outcome",
+                "hookscope.policy.rule",
+            )
+        ): value
+        for key, value in points["hookscope.policy.decisions"].items()
+    } == {key: count * RUNS for key, count in decisions.items()}
+    assert points["hookscope.turns"] == {
+        attrs(gen_ai__agent__name=AGENT, hookscope__turn__outcome="completed"): 3 * RUNS
+    }
+    sessions = [s for s in spans if s.parent is None]
+    assert {
+        (
+            s.attributes["hookscope.session.tool_calls"],
+            s.attributes["hookscope.session.denied_calls"],
+        )
+        for s in sessions
+    } == {(7, 4)}

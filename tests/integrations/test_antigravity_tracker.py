@@ -138,7 +138,7 @@ def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> 
     denied = tracker.op_for_request(session, "t", CALL)
     tracker.deny(denied, HookResult.deny("no"), "antigravity.policy")
 
-    op, new = tracker.op_for_denial_step(session, ("t", 4), lambda: ToolCall("_unknown"))
+    op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
 
     assert (op, new) == (denied, False)
 
@@ -147,7 +147,7 @@ def test_a_denial_step_with_no_call_seen_is_a_new_call(recorder: Recorder) -> No
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
 
-    op, new = tracker.op_for_denial_step(session, ("t", 4), lambda: ToolCall("_unknown"))
+    op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
 
     assert new
     assert op.call.name == "_unknown"

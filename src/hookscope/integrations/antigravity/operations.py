@@ -67,6 +67,7 @@ class OpState:
         "call",
         "call_id",
         "closed",
+        "denial",
         "denied",
         "failure",
         "outcome",
@@ -100,6 +101,8 @@ class OpState:
         self.trajectory = trajectory or None
         self.run_started = 0.0
         self.denied = False
+        #: The message of the denial Python saw, to match the harness's denial step by.
+        self.denial = ""
         #: Whether the harness reported the call's step finished (its hooks may still run).
         self.step_done = False
         self.closed = False
@@ -208,12 +211,13 @@ class OpIndex:
                     return op
         return candidates[0] if candidates else None
 
-    def denial_target(self, trajectory: str) -> OpState | None:
+    def denial_target(self, trajectory: str, message: str) -> OpState | None:
         """The call of ``trajectory`` a denial step is about, when Python has seen it.
 
-        The oldest call Python saw denied that no step claimed yet; else the oldest call still
-        awaiting its verdict with no step (an SDK hook or a ``when`` rule let it through, then
-        a static rule the harness checks afterwards denied it).
+        The oldest call Python saw denied with the step's ``message``, else with any message,
+        that no step claimed yet; else the oldest call still awaiting its verdict with no step
+        (an SDK hook or a ``when`` rule let it through, then a static rule the harness checks
+        afterwards denied it).
         """
         stepless = [
             op
@@ -222,12 +226,12 @@ class OpIndex:
             and op.context.kind == "tool"
             and op.trajectory in (None, trajectory)
         ]
-        for op in stepless:
-            if op.denied:
-                return op
-        for op in stepless:
-            if not op.decided:
-                return op
+        denied = [op for op in stepless if op.denied]
+        same = [op for op in denied if op.denial == message]
+        undecided = [op for op in stepless if not op.decided]
+        for found in (same, denied, undecided):
+            if found:
+                return found[0]
         return None
 
     def close(self, op: OpState) -> None:

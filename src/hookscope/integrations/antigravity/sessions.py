@@ -359,7 +359,11 @@ class Tracker:
         return op
 
     def op_for_denial_step(
-        self, session: SessionState, step_key: StepKey, call: Callable[[], ToolCall]
+        self,
+        session: SessionState,
+        step_key: StepKey,
+        message: str,
+        call: Callable[[], ToolCall],
     ) -> tuple[OpState, bool]:
         """The call a denial step (which names no tool) reports, and whether it is new.
 
@@ -371,7 +375,7 @@ class Tracker:
         op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
         if op is not None:
             return op, False
-        op = ops.denial_target(step_key[0])
+        op = ops.denial_target(step_key[0], message)
         new = op is None
         if op is None:
             op = self._open_op(session, call(), step_key[0])
@@ -383,6 +387,7 @@ class Tracker:
         if op.decided:
             return
         op.denied = True
+        op.denial = result.message
         assert op.pre is not None
         op.pre.finish(result, decided_by, data=op.call)
 

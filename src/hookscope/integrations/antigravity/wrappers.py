@@ -311,7 +311,7 @@ class Adapter:
         hook) or, when there is none, a call a static rule denied inside the harness.
         """
         op, new = self.tracker.op_for_denial_step(
-            session, step_key, lambda: sdk.denied_call(session, message)
+            session, step_key, message, lambda: sdk.denied_call(session, message)
         )
         if new or not op.decided:
             self._harness_denied(session, op, message)
