@@ -990,18 +990,29 @@ THREE_TURNS = [
 RUNS = 3
 
 
+def without_call_id_of_static_denials(turns: list[Any]) -> list[Any]:
+    """The harness denies statically before any callback names the call: no call id then."""
+    return [
+        (outcome, sorted((t[0], "", *t[2:]) if t[6] == "antigravity.harness" else t for t in tools))
+        for outcome, tools in turns
+    ]
+
+
+@pytest.mark.parametrize("with_sdk_hooks", [True, False], ids=["sdk-hooks", "no-sdk-hooks"])
 @pytest.mark.usefixtures("instrumented")
 async def test_three_turn_sessions_record_every_call_once_with_its_decision(
     model: ScriptedOpenAIServer,
     tmp_path: Path,
     span_exporter: InMemorySpanExporter,
     metric_reader: InMemoryMetricReader,
+    with_sdk_hooks: bool,
 ) -> None:
     # Three sessions at once (the SDK's callbacks race), reusing the same call ids in every
-    # turn and every session; SDK pre- and post-tool hooks run for every call.
+    # turn and every session; with SDK pre- and post-tool hooks for every call, or none.
     counted = [SdkHooks() for _ in range(RUNS)]
     configs = [
-        multi_turn_config(model, tmp_path / f"run{i}", counted[i].hooks()) for i in range(RUNS)
+        multi_turn_config(model, tmp_path / f"run{i}", counted[i].hooks() if with_sdk_hooks else [])
+        for i in range(RUNS)
     ]
     prompts = [[f"three turns in run{i}", "and again", "once more"] for i in range(RUNS)]
 
@@ -1019,9 +1030,11 @@ async def test_three_turn_sessions_record_every_call_once_with_its_decision(
         * RUNS
     )
     spans = span_exporter.get_finished_spans()
-    assert summary(spans) == [THREE_TURNS] * RUNS
+    expected = THREE_TURNS if with_sdk_hooks else without_call_id_of_static_denials(THREE_TURNS)
+    assert summary(spans) == [expected] * RUNS
     # The SDK's own hooks ran for every call that reached them (their spans count the same).
-    assert [(c.pre, c.post) for c in counted] == [(7, 3)] * RUNS
+    hook_runs = (7, 3) if with_sdk_hooks else (0, 0)
+    assert [(c.pre, c.post) for c in counted] == [hook_runs] * RUNS
     points = counters(metric_reader)
     calls = {
         ("get_weather", "succeeded"): 2,
@@ -1066,3 +1079,117 @@ async def test_three_turn_sessions_record_every_call_once_with_its_decision(
         )
         for s in sessions
     } == {(7, 4)}
+
+
+# --- cancelled turns: by the SDK, by task cancellation, by a timeout ----------------------------
+
+
+class SlowWeather:
+    """A tool that blocks until released, and says when it started."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def tool(self) -> Callable[..., Any]:
+        async def get_weather(city: str) -> str:
+            """Today's weather in a city, slowly."""
+            self.started.set()
+            await self.release.wait()
+            return "sunny"
+
+        return get_weather
+
+
+def cancelled_tree(error_type: str, session_outcome: str) -> list[dict[str, Any]]:
+    """Session → cancelled turn → the interrupted call, as each way of cancelling leaves it."""
+    session = session_span([], tool_calls=1)
+    session["attributes"]["hookscope.session.outcome"] = session_outcome
+    if session_outcome != "completed":
+        session["attributes"]["error.type"] = error_type
+        session["status"] = "ERROR"
+    turn = turn_span([])
+    del turn["attributes"]["gen_ai.usage.input_tokens"]
+    del turn["attributes"]["gen_ai.usage.output_tokens"]
+    turn["attributes"]["hookscope.turn.outcome"] = "cancelled"
+    turn["attributes"]["error.type"] = error_type
+    turn["events"] = [("hookscope.pre_turn", {"hookscope.turn.allowed": True})]
+    turn["status"] = "ERROR"
+    call = tool_span(
+        "call_1",
+        outcome="failed",
+        extra={"error.type": error_type},
+        events=[("hookscope.pre_tool_call", ALLOWED)],
+        children=[],
+        status="ERROR",
+    )
+    turn["children"] = [call]
+    session["children"] = [turn]
+    return [session]
+
+
+def without_usage(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tree without token counts (a cancelled turn may or may not have reported them)."""
+    for node in tree:
+        for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+            node["attributes"].pop(key, None)
+        without_usage(node.get("children", []))
+    return tree
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_a_turn_cancelled_by_the_sdk_is_cancelled(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    slow = SlowWeather()
+    agent = Agent(agent_config(model, tmp_path, [slow.tool()]))
+    try:
+        async with agent:
+            response = await agent.chat("weather in Oslo")
+            await asyncio.wait_for(slow.started.wait(), SESSION_DEADLINE_S)
+            await agent.conversation.cancel()
+            with pytest.raises(types.AntigravityCancelledError):
+                await asyncio.wait_for(response.text(), SESSION_DEADLINE_S)
+            slow.release.set()
+    finally:
+        _close_harness_pipes(agent)
+
+    tree = without_usage(span_tree(span_exporter.get_finished_spans()))
+    assert tree == cancelled_tree("AntigravityCancelledError", "completed")
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_a_turn_whose_task_is_cancelled_is_cancelled(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    slow = SlowWeather()
+    task = asyncio.create_task(
+        chat(agent_config(model, tmp_path, [slow.tool()]), "weather in Oslo")
+    )
+    await asyncio.wait_for(slow.started.wait(), SESSION_DEADLINE_S)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    tree = without_usage(span_tree(span_exporter.get_finished_spans()))
+    assert tree == cancelled_tree("CancelledError", "cancelled")
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_a_turn_that_times_out_is_cancelled(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    slow = SlowWeather()
+    agent = Agent(agent_config(model, tmp_path, [slow.tool()]))
+    try:
+        with pytest.raises(TimeoutError):
+            async with agent:
+                response = await agent.chat("weather in Oslo")
+                await asyncio.wait_for(slow.started.wait(), SESSION_DEADLINE_S)
+                await asyncio.wait_for(response.text(), 0.2)
+    finally:
+        _close_harness_pipes(agent)
+
+    tree = without_usage(span_tree(span_exporter.get_finished_spans()))
+    assert tree == cancelled_tree("TimeoutError", "cancelled")

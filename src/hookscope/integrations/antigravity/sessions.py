@@ -106,7 +106,15 @@ class TurnInterrupted(RuntimeError):
 class TurnState:
     """One turn: from the prompt being sent to the trajectory going idle."""
 
-    __slots__ = ("blocked", "post_turn", "pre_turn", "response_text", "scope", "usage_start")
+    __slots__ = (
+        "blocked",
+        "cancel_requested",
+        "post_turn",
+        "pre_turn",
+        "response_text",
+        "scope",
+        "usage_start",
+    )
 
     def __init__(self, scope: Scope[TurnContext], usage_start: Usage | None) -> None:
         self.scope = scope
@@ -114,6 +122,8 @@ class TurnState:
         self.pre_turn: Dispatch | None = None
         self.post_turn = False
         self.blocked = False
+        #: The SDK's ``cancel()`` was called: the harness then just goes idle.
+        self.cancel_requested = False
         self.response_text = ""
 
     @property

@@ -9,8 +9,10 @@ Where each lifecycle point is observed (read with the SDK's source at hand):
 * session: ``Agent.__aenter__`` / ``__aexit__``; the SDK objects created while entering (hook
   runner, connection, event processor, hook router) are bound to the session by identity.
 * turn: starts at ``LocalConnection.send``; ends when ``process_event`` sees the main
-  trajectory reach fully idle (completed, or failed when it carries an error) or cancelled
-  (blocked when ``pre_turn`` denied it). ``Agent.chat()`` returns before that: it is no end.
+  trajectory reach fully idle (completed, failed when it carries an error, cancelled after
+  ``LocalConnection.cancel``) or cancelled (blocked when ``pre_turn`` denied it); or when the
+  session ends first (cancelled when the caller's task was cancelled or timed out, else
+  failed). ``Agent.chat()`` returns before that: it is no end.
 * tool calls: ``_emit_step`` (every step update: tool steps, harness denials, final answers),
   ``_execute_client_tool`` (Python tools; the ToolResult it returns carries the real
   exception), the policy-decision handler (rules with ``when`` or ask-user), and the hook
@@ -100,6 +102,7 @@ class Adapter:
             (_RUNNER, "HookRunner.register_hook", self._register_hook),
             (_CONNECTION, "LocalConnection.__init__", self._bind),
             (_CONNECTION, "LocalConnection.send", self._send),
+            (_CONNECTION, "LocalConnection.cancel", self._cancel),
             (_PROCESSOR, f"{base}.__init__", self._bind_processor),
             (_PROCESSOR, f"{base}._emit_step", self._emit_step),
             (_PROCESSOR, f"{base}._execute_client_tool", self._execute_tool),
@@ -224,6 +227,12 @@ class Adapter:
             self.guard(self._turn_failed, session, error)
             raise
 
+    async def _cancel(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is not None and session.turn is not None:
+            session.turn.cancel_requested = True
+        return await wrapped(*args, **kwargs)
+
     def _turn_failed(self, session: SessionState, error: BaseException) -> None:
         outcome: TurnEnd = "cancelled" if ends_by_cancellation(error) else "failed"
         self.tracker.end_turn(session, error=error, outcome=outcome)
@@ -247,9 +256,15 @@ class Adapter:
                 context.conversation_id = update.trajectory_id or None
             tracker.current_turn(session)
         elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            turn = session.turn
             if update.HasField("error"):
                 error = ag_types.AntigravityExecutionError(update.error)
                 tracker.end_turn(session, error=error, outcome="failed")
+            elif turn is not None and turn.cancel_requested:
+                # After conversation.cancel() the harness reports plain idle; the caller gets
+                # AntigravityCancelledError, and so does the turn.
+                cancelled = ag_types.AntigravityCancelledError()
+                tracker.end_turn(session, error=cancelled, outcome="cancelled")
             else:
                 tracker.end_turn(session)
         elif update.state == _TRAJECTORY.STATE_CANCELLED:
