@@ -1193,3 +1193,81 @@ async def test_a_turn_that_times_out_is_cancelled(
 
     tree = without_usage(span_tree(span_exporter.get_finished_spans()))
     assert tree == cancelled_tree("TimeoutError", "cancelled")
+
+
+# --- tool failures: recovered, unrecovered (Python and harness tools) ----------------------------
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_unrecovered_failures_end_their_spans_in_error_on_every_turn(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    span_exporter: InMemorySpanExporter,
+    metric_reader: InMemoryMetricReader,
+) -> None:
+    # A Python tool's failure an on_tool_error hook recovers, one it does not, and a harness
+    # tool's failure: only the recovered one leaves its span's status unset.
+    @hooks.on_tool_error
+    def recover_lookups(error: Exception) -> str | None:
+        return "No such station." if "no station" in str(error) else None
+
+    def get_weather(city: str) -> str:
+        """Today's weather in a city."""
+        if city == "Atlantis":
+            raise LookupError(f"no station in {city}")
+        raise RuntimeError("the weather service is down")
+
+    model.scripts["failing tools"] = [
+        Reply(tool_calls=[Call("get_weather", {"city": "Atlantis"}, id="call_1")]),
+        Reply(text="No station."),
+        Reply(tool_calls=[Call("get_weather", {"city": "Rome"}, id="call_1")]),
+        Reply(text="The service is down."),
+        Reply(tool_calls=[Call("view_file", {"AbsolutePath": str(tmp_path / "missing.txt")})]),
+        Reply(text="No such file."),
+    ]
+    config = agent_config(
+        model,
+        tmp_path,
+        [get_weather],
+        sdk_hooks=[recover_lookups],
+        enabled_tools=[types.BuiltinTools.VIEW_FILE],
+    )
+
+    for _ in range(RUNS):
+        await chat(config, "failing tools", "again", "and a file")
+
+    spans = span_exporter.get_finished_spans()
+    assert (
+        summary(spans)
+        == [
+            [
+                (
+                    "completed",
+                    [("get_weather", "call_1", "recovered", "allow", "allowed", "", "", "UNSET")],
+                ),
+                (
+                    "completed",
+                    [("get_weather", "call_1", "failed", "allow", "allowed", "", "", "ERROR")],
+                ),
+                ("completed", [("view_file", "", "failed", "allow", "allowed", "", "", "ERROR")]),
+            ]
+        ]
+        * RUNS
+    )
+    error_types = sorted(
+        s.attributes.get("error.type", "") for s in spans if s.name.startswith("execute_tool")
+    )
+    assert error_types == sorted(["LookupError", "RuntimeError", "ToolExecutionError"] * RUNS)
+    assert counters(metric_reader)["hookscope.tool.errors"] == {
+        attrs(
+            gen_ai__agent__name=AGENT,
+            gen_ai__tool__name=tool,
+            error__type=error,
+            hookscope__recovery__recovered=recovered,
+        ): RUNS
+        for tool, error, recovered in [
+            ("get_weather", "LookupError", True),
+            ("get_weather", "RuntimeError", False),
+            ("view_file", "ToolExecutionError", False),
+        ]
+    }
