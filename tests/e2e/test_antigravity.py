@@ -8,6 +8,9 @@ the metric points with what hookscope promises (DESIGN §5, §6).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -1182,12 +1185,16 @@ async def test_a_turn_that_times_out_is_cancelled(
 ) -> None:
     slow = SlowWeather()
     agent = Agent(agent_config(model, tmp_path, [slow.tool()]))
+
+    async def read_with_a_timeout() -> None:
+        async with agent:
+            response = await agent.chat("weather in Oslo")
+            await asyncio.wait_for(slow.started.wait(), SESSION_DEADLINE_S)
+            await asyncio.wait_for(response.text(), 0.2)
+
     try:
         with pytest.raises(TimeoutError):
-            async with agent:
-                response = await agent.chat("weather in Oslo")
-                await asyncio.wait_for(slow.started.wait(), SESSION_DEADLINE_S)
-                await asyncio.wait_for(response.text(), 0.2)
+            await read_with_a_timeout()
     finally:
         _close_harness_pipes(agent)
 
@@ -1271,3 +1278,87 @@ async def test_unrecovered_failures_end_their_spans_in_error_on_every_turn(
             ("view_file", "ToolExecutionError", False),
         ]
     }
+
+
+# --- zero code: opentelemetry-instrument -------------------------------------------------------
+
+
+def console_spans(output: str) -> list[dict[str, Any]]:
+    """The spans the console exporter printed (JSON objects), in print order."""
+    decoder = json.JSONDecoder()
+    spans, index = [], 0
+    while (start := output.find("{", index)) != -1:
+        try:
+            value, index = decoder.raw_decode(output, start)
+        except json.JSONDecodeError:
+            index = start + 1
+            continue
+        if isinstance(value, dict) and "context" in value and "name" in value:
+            spans.append(value)
+    return spans
+
+
+async def test_zero_code_path_records_one_span_per_call_in_every_turn(
+    model: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    from tests.support import antigravity_app
+
+    model.scripts[antigravity_app.PROMPT] = [
+        Reply(tool_calls=[Call("get_weather", {"city": "Oslo"}, id="call_1")]),
+        Reply(text="Sunny."),
+        Reply(tool_calls=[Call("get_weather", {"city": "Paris"}, id="call_1")]),
+        Reply(text="Not Paris."),
+        Reply(tool_calls=[Call("delete_file", {"path": "x"}, id="call_1")]),
+        Reply(text="Not deleting."),
+    ]
+    env = {
+        **os.environ,
+        "SCRIPTED_MODEL_URL": model.base_url,
+        "APP_WORKDIR": str(tmp_path),
+        "OTEL_SERVICE_NAME": "zero-code-app",
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "PYTHONWARNINGS": "ignore",
+    }
+    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
+    repository = Path(__file__).parents[2]
+    process = await asyncio.create_subprocess_exec(
+        str(instrument),
+        sys.executable,
+        "-m",
+        "tests.support.antigravity_app",
+        cwd=str(repository),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), SESSION_DEADLINE_S)
+    stdout, stderr = out.decode(), err.decode()
+
+    assert process.returncode == 0, stderr[-3000:]
+    assert "Failed to auto initialize" not in stderr
+    assert stdout.count("answer:") == 3
+    spans = console_spans(stdout)
+    tools = [
+        (
+            s["attributes"]["gen_ai.tool.name"],
+            s["attributes"].get("gen_ai.tool.call.id", ""),
+            s["attributes"]["hookscope.tool.outcome"],
+            s["attributes"].get("hookscope.policy.rule", ""),
+        )
+        for s in spans
+        if s["name"].startswith("execute_tool")
+    ]
+    assert sorted(tools) == [
+        ("delete_file", "", "denied", "no-deletes"),
+        ("get_weather", "call_1", "denied", "no-paris"),
+        ("get_weather", "call_1", "succeeded", ""),
+    ]
+    assert sorted(s["name"] for s in spans if not s["name"].startswith("execute_tool")) == [
+        "invoke_agent antigravity",
+        "invoke_agent antigravity",
+        "invoke_agent antigravity",
+        "session antigravity",
+    ]
