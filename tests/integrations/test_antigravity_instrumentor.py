@@ -13,14 +13,14 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from hookscope.integrations.antigravity import INSTRUMENTS, AntigravityInstrumentor
 from hookscope.integrations.antigravity import hooks as plain_hooks
-from hookscope.integrations.antigravity.reporting import notifier_for
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.integrations.antigravity.wrappers import Adapter
+from hookscope.runner import HookRunner
 
 
 def _targets() -> list[tuple[type, str]]:
     found = []
-    for module, qualified, _ in Adapter(Tracker(notifier_for([]), "x")).targets():
+    for module, qualified, _ in Adapter(Tracker(HookRunner(), "x")).targets():
         owner, _, attribute = qualified.rpartition(".")
         found.append((getattr(importlib.import_module(module), owner), attribute))
     return found

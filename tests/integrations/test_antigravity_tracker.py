@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hookscope.integrations.antigravity.operations import CallInterrupted
-from hookscope.integrations.antigravity.reporting import Dispatch, notifier_for
+from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import Tracker, TurnInterrupted
+from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
 from ..conftest import Recorder
@@ -14,8 +15,14 @@ from ..conftest import Recorder
 CALL = ToolCall("get_weather", {"city": "Oslo"}, "call_1")
 
 
+def observed_by(observer: object) -> HookRunner:
+    runner = HookRunner()
+    runner.observe(observer)
+    return runner
+
+
 def tracker_with(recorder: Recorder) -> Tracker:
-    return Tracker(notifier_for([recorder]), "bot")
+    return Tracker(observed_by(recorder), "bot")
 
 
 def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) -> None:
@@ -326,19 +333,19 @@ def test_pre_turn_undecided_when_the_turn_fails_is_not_recorded_as_allowed(
     ]
 
 
-class Keep:
+class Keep(DispatchObserver):
     """Keeps what each dispatch started with."""
 
     def __init__(self) -> None:
         self.data: dict[str, list[Any]] = {}
 
-    def dispatch_started(self, event: str, context: Any, data: Any) -> None:
+    def dispatch_started(self, event: Any, context: Any, data: Any) -> None:
         self.data.setdefault(event, []).append(data)
 
 
 def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
     keep = Keep()
-    tracker = Tracker(notifier_for([keep]), "bot")
+    tracker = Tracker(observed_by(keep), "bot")
     session = tracker.open_session("s", "m", ())
     used = [Usage(100, 40)]
     session.usage = lambda: used[-1]
@@ -352,7 +359,7 @@ def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
 
 def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     keep = Keep()
-    tracker = Tracker(notifier_for([keep]), "bot")
+    tracker = Tracker(observed_by(keep), "bot")
     session = tracker.open_session("s", None, ())
     op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_started(op)

@@ -18,8 +18,8 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from hookscope.integrations.antigravity.reporting import notifier_for
 from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.runner import HookRunner
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -79,7 +79,7 @@ class AntigravityInstrumentor(BaseInstrumentor):
         agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
         extra: Sequence[object] = tuple(kwargs.get("observers") or ())
         otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        tracker = Tracker(notifier_for([otel, *extra]), agent_name)
+        tracker = Tracker(_observing([otel, *extra]), agent_name)
         wrapped: list[tuple[str, str]] = []
         for module, name, wrapper in Adapter(tracker).targets():
             # One method the installed SDK lacks or changed must not cost the others (nor,
@@ -107,6 +107,15 @@ class AntigravityInstrumentor(BaseInstrumentor):
         if tracker is not None:
             tracker.active = False
             tracker.close_all()
+
+
+def _observing(observers: Sequence[object]) -> HookRunner:
+    """A runner with no hooks whose notifier tells ``observers``: the adapter reports the
+    SDK's own hooks through it, as the runner reports its own."""
+    runner = HookRunner()
+    for observer in observers:
+        runner.observe(observer)
+    return runner
 
 
 def _unwrap_all(wrapped: Sequence[tuple[str, str]]) -> None:
@@ -160,4 +169,4 @@ def hooks(
 
     name = agent_name or DEFAULT_AGENT_NAME
     otel = OTelHook(tracer_provider, meter_provider, agent_name=name)
-    return plain_hooks(Tracker(notifier_for([otel]), name))
+    return plain_hooks(Tracker(_observing([otel]), name))

@@ -16,20 +16,18 @@ adapter can make that span current, explicitly, in whatever task runs a tool or 
 from __future__ import annotations
 
 import contextvars
-import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final, Generic, Protocol, TypeVar, final
+from typing import Any, Final, Generic, TypeVar, final
 
 from opentelemetry import context as otel_context
 
-from hookscope._events import RULES, Fold, HookFailure
+from hookscope._events import GO_ON, RULES, STOP, TENTATIVE, Fold, HookFailure
+from hookscope._notify import Notifier
 from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
 
-__all__ = ["DISPATCH", "Dispatch", "Notifier", "Scope", "notifier_for"]
-
-logger = logging.getLogger("hookscope.integrations.antigravity")
+__all__ = ["DISPATCH", "Dispatch", "Scope"]
 
 C = TypeVar("C", bound=HookContext)
 
@@ -37,35 +35,6 @@ C = TypeVar("C", bound=HookContext)
 DISPATCH: Final[contextvars.ContextVar[Dispatch | None]] = contextvars.ContextVar(
     "hookscope_antigravity_dispatch", default=None
 )
-
-
-class Notifier(Protocol):
-    """What the adapter needs of the runner's notifier (``HookRunner.notifier``)."""
-
-    def scope_started(self, context: HookContext) -> None: ...
-
-    def scope_ended(self, context: HookContext, error: BaseException | None) -> None: ...
-
-    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None: ...
-
-    def hook_finished(
-        self,
-        event: HookEvent,
-        hook_name: str,
-        context: HookContext,
-        result: Any,
-        error: BaseException | None,
-        duration_s: float,
-    ) -> None: ...
-
-    def dispatch_finished(
-        self,
-        event: HookEvent,
-        context: HookContext,
-        data: Any,
-        result: Any,
-        decided_by: str | None,
-    ) -> None: ...
 
 
 @final
@@ -103,7 +72,16 @@ class Dispatch:
     the first hook whose converted result the rule says stops the event.
     """
 
-    __slots__ = ("_fold", "_notifier", "context", "data", "decided_by", "event", "finished")
+    __slots__ = (
+        "_fold",
+        "_notifier",
+        "_tentative",
+        "context",
+        "data",
+        "decided_by",
+        "event",
+        "finished",
+    )
 
     def __init__(
         self, notifier: Notifier, event: HookEvent, context: HookContext, data: Any
@@ -113,6 +91,7 @@ class Dispatch:
         self.context = context
         self.data = data
         self.decided_by: str | None = None
+        self._tentative: str | None = None
         self.finished = False
         self._fold = Fold(data, RULES[event].default)
         notifier.dispatch_started(event, context, data)
@@ -124,14 +103,18 @@ class Dispatch:
         if self.finished:
             return
         self._notifier.hook_finished(self.event, hook_name, self.context, result, error, duration_s)
-        if self.decided_by is None and result is not None and self._stops(result):
-            self.decided_by = hook_name
+        if self.decided_by is None and result is not None:
+            step = self._step(result)
+            if step == STOP:
+                self.decided_by = hook_name
+            elif step == TENTATIVE and self._tentative is None:  # decides unless one stops
+                self._tentative = hook_name
 
-    def _stops(self, result: Any) -> bool:
+    def _step(self, result: Any) -> int:
         try:
             return RULES[self.event].step(self._fold, result)
         except HookFailure:  # a value hookscope's rule rejects: the SDK's verdict stands
-            return False
+            return GO_ON
 
     def finish(self, result: Any, decided_by: str | None = None, data: Any = None) -> None:
         """End the dispatch with ``result`` (a no-op when already finished)."""
@@ -140,7 +123,7 @@ class Dispatch:
         self.finished = True
         if data is not None:
             self.data = data
-        by = decided_by or self.decided_by
+        by = decided_by or self.decided_by or self._tentative
         self._notifier.dispatch_finished(self.event, self.context, self.data, result, by)
 
     def abandon(self) -> None:
@@ -159,66 +142,3 @@ class Dispatch:
             yield self
         finally:
             DISPATCH.reset(token)
-
-
-def notifier_for(observers: Sequence[object]) -> Notifier:
-    """The notifier that tells ``observers`` (OTelHook and any others) of every report.
-
-    It is a :class:`~hookscope.runner.HookRunner`'s own notifier, so observers see exactly
-    what they would see from a runner driving the same scopes.
-    """
-    return _FanOut(observers)
-
-
-@final
-class _FanOut:
-    """Stand-in for ``HookRunner.notifier`` until the core provides it (a ``core:`` commit)."""
-
-    __slots__ = ("_failed", "_observers")
-
-    def __init__(self, observers: Sequence[object]) -> None:
-        self._observers = tuple(observers)
-        self._failed: set[tuple[int, str]] = set()
-
-    def _call(self, method: str, *args: Any) -> None:
-        for observer in self._observers:
-            callback = getattr(observer, method, None)
-            if callback is None:
-                continue
-            try:
-                callback(*args)
-            except Exception:  # telemetry must never break the agent
-                key = (id(observer), method)
-                if key not in self._failed:
-                    self._failed.add(key)
-                    logger.exception("observer %r failed in %s", observer, method)
-
-    def scope_started(self, context: HookContext) -> None:
-        self._call("scope_started", context)
-
-    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
-        self._call("scope_ended", context, error)
-
-    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
-        self._call("dispatch_started", event, context, data)
-
-    def hook_finished(
-        self,
-        event: HookEvent,
-        hook_name: str,
-        context: HookContext,
-        result: Any,
-        error: BaseException | None,
-        duration_s: float,
-    ) -> None:
-        self._call("hook_finished", event, hook_name, context, result, error, duration_s)
-
-    def dispatch_finished(
-        self,
-        event: HookEvent,
-        context: HookContext,
-        data: Any,
-        result: Any,
-        decided_by: str | None,
-    ) -> None:
-        self._call("dispatch_finished", event, context, data, result, decided_by)

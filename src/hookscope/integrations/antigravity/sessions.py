@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Final, Literal, final
 
+from hookscope._notify import Notifier
 from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
@@ -32,8 +33,9 @@ from hookscope.integrations.antigravity.operations import (
     OpState,
     StepKey,
 )
-from hookscope.integrations.antigravity.reporting import Dispatch, Notifier, Scope
+from hookscope.integrations.antigravity.reporting import Dispatch, Scope
 from hookscope.policy import Decision
+from hookscope.runner import HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
 
 __all__ = [
@@ -191,15 +193,21 @@ class Tracker:
     """Opens and closes hookscope scopes from SDK events and tells the observers.
 
     Args:
-        notifier: The runner's notifier, which tells the observers (OTelHook).
+        runner: The runner whose notifier tells the observers (OTelHook): scopes and
+            dispatches are reported through it, exactly as the runner reports its own.
         agent_name: The agent name every session reports.
     """
 
-    def __init__(self, notifier: Notifier, agent_name: str) -> None:
-        self.notify = notifier
+    def __init__(self, runner: HookRunner, agent_name: str) -> None:
+        self.runner = runner
         self.agent_name = agent_name
         self.active = True
         self._sessions: dict[int, SessionState] = {}
+
+    @property
+    def notify(self) -> Notifier:
+        """The runner's notifier (replaced whenever the runner's observers change)."""
+        return self.runner.notifier
 
     # --- sessions ---
 
