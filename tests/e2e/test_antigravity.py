@@ -1362,3 +1362,99 @@ async def test_zero_code_path_records_one_span_per_call_in_every_turn(
         "invoke_agent antigravity",
         "session antigravity",
     ]
+
+
+# --- MCP: a stdio server of our own ---------------------------------------------------------
+
+
+def mcp_server(**options: Any) -> types.McpStdioServer:
+    """The test MCP server (tests/support/mcp_server.py), its tools given to the model up front."""
+    return types.McpStdioServer(
+        name="dict",
+        command=sys.executable,
+        args=["-m", "tests.support.mcp_server"],
+        env={"PYTHONPATH": str(Path(__file__).parents[2])},
+        force_all_tools_eager=True,
+        **options,
+    )
+
+
+def mcp_config(
+    model: ScriptedOpenAIServer, workdir: Path, policies: Sequence[Any]
+) -> LocalOpenAIAgentConfig:
+    workdir.mkdir(exist_ok=True)
+    config = agent_config(model, workdir, [], policies=policies)
+    return config.model_copy(update={"mcp_servers": [mcp_server()]})
+
+
+def servers(spans: Sequence[Any]) -> set[Any]:
+    return {
+        s.attributes.get("hookscope.tool.server")
+        for s in spans
+        if s.name.startswith("execute_tool")
+    }
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_mcp_calls_and_is_error_results_over_three_turns(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    # isError in a tools/call result is a failed call: ERROR status, like a raising tool.
+    model.scripts["look words up"] = [
+        Reply(tool_calls=[Call("mcp_dict_lookup", {"word": "hi"}, id="call_1")]),
+        Reply(text="Looked up."),
+        Reply(tool_calls=[Call("mcp_dict_explode", {}, id="call_1")]),
+        Reply(text="It failed."),
+        Reply(tool_calls=[Call("mcp_dict_lookup", {"word": "bye"}, id="call_1")]),
+        Reply(text="Looked up again."),
+    ]
+    configs = [mcp_config(model, tmp_path / f"run{i}", [policy.allow_all()]) for i in range(RUNS)]
+
+    answers = await asyncio.gather(*(chat(c, "look words up", "explode", "again") for c in configs))
+
+    assert answers == [["Looked up.", "It failed.", "Looked up again."]] * RUNS
+    spans = span_exporter.get_finished_spans()
+    allowed = ("allow", "allowed", "", "")
+    assert (
+        summary(spans)
+        == [
+            [
+                ("completed", [("lookup", "", "succeeded", *allowed, "UNSET")]),
+                ("completed", [("explode", "", "failed", *allowed, "ERROR")]),
+                ("completed", [("lookup", "", "succeeded", *allowed, "UNSET")]),
+            ]
+        ]
+        * RUNS
+    )
+    assert servers(spans) == {"dict"}
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_a_server_wide_mcp_denial_names_the_server(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    model.scripts["no dictionaries"] = [
+        Reply(tool_calls=[Call("mcp_dict_lookup", {"word": "hi"}, id="call_1")]),
+        Reply(text="Denied."),
+        Reply(tool_calls=[Call("mcp_dict_explode", {}, id="call_1")]),
+        Reply(text="Denied again."),
+    ]
+    policies = [*policy.deny(mcp_server(), name="no-dict"), policy.allow_all()]
+    configs = [mcp_config(model, tmp_path / f"run{i}", policies) for i in range(RUNS)]
+
+    answers = await asyncio.gather(*(chat(c, "no dictionaries", "again") for c in configs))
+
+    assert answers == [["Denied.", "Denied again."]] * RUNS
+    spans = span_exporter.get_finished_spans()
+    denied = ("deny", "denied", "no-dict", "antigravity.harness")
+    assert (
+        summary(spans)
+        == [
+            [
+                ("completed", [("_unknown", "", "denied", *denied, "UNSET")]),
+                ("completed", [("_unknown", "", "denied", *denied, "UNSET")]),
+            ]
+        ]
+        * RUNS
+    )
+    assert servers(spans) == {"dict"}
