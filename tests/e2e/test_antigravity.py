@@ -1458,3 +1458,62 @@ async def test_a_server_wide_mcp_denial_names_the_server(
         * RUNS
     )
     assert servers(spans) == {"dict"}
+
+
+# --- wildcard static denials ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_sdk_hooks", [True, False], ids=["sdk-hooks", "no-sdk-hooks"])
+@pytest.mark.usefixtures("instrumented")
+async def test_wildcard_denials_are_named_when_anything_names_the_call(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    span_exporter: InMemorySpanExporter,
+    metric_reader: InMemoryMetricReader,
+    with_sdk_hooks: bool,
+) -> None:
+    # A `*` rule names no tool. An SDK pre-tool hook's callback (the harness asks it before
+    # its static rules) names the call and its id; with no callback nothing does.
+    model.scripts["deny everything"] = [
+        Reply(tool_calls=[Call("get_weather", {"city": "Oslo"}, id="call_1")]),
+        Reply(text="Denied."),
+        Reply(tool_calls=[Call("get_weather", {"city": "Rome"}, id="call_2")]),
+        Reply(text="Denied again."),
+        Reply(tool_calls=[Call("get_weather", {"city": "Oslo"}, id="call_1")]),
+        Reply(text="Still denied."),
+    ]
+
+    def get_weather(city: str) -> str:
+        """Today's weather in a city."""
+        raise AssertionError("denied by a wildcard rule; never runs")
+
+    for i in range(RUNS):
+        (tmp_path / f"run{i}").mkdir()
+    counted = [SdkHooks() for _ in range(RUNS)]
+    configs = [
+        agent_config(
+            model,
+            tmp_path / f"run{i}",
+            [get_weather],
+            policies=[policy.deny("*", name="nothing")],
+            sdk_hooks=counted[i].hooks() if with_sdk_hooks else [],
+        )
+        for i in range(RUNS)
+    ]
+
+    await asyncio.gather(*(chat(c, "deny everything", "again", "once more") for c in configs))
+
+    denied = ("deny", "denied", "nothing", "antigravity.harness", "UNSET")
+    if with_sdk_hooks:
+        named = [
+            ("get_weather", call_id, "denied", *denied)
+            for call_id in ("call_1", "call_2", "call_1")
+        ]
+    else:
+        named = [("_unknown", "", "denied", *denied)] * 3
+    assert (
+        summary(span_exporter.get_finished_spans())
+        == [[("completed", [tool]) for tool in named]] * RUNS
+    )
+    tool = "get_weather" if with_sdk_hooks else "_unknown"
+    assert counters(metric_reader)["hookscope.tool.calls"] == tool_calls("denied", 3 * RUNS, tool)
