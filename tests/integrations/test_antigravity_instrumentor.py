@@ -114,3 +114,42 @@ def test_importing_the_integrations_loads_neither_the_sdk_nor_opentelemetry_sdk(
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_a_method_the_sdk_lacks_is_logged_and_the_rest_is_instrumented(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As if a google-antigravity release had renamed the dynamic policy evaluation.
+    from google.antigravity.connections.local.event_processor import BaseLocalEventProcessor
+
+    gone = (BaseLocalEventProcessor, "_evaluate_dynamic_policy")
+    monkeypatch.delattr(*gone)
+    others = [target for target in _targets() if target != gone]
+    instrumentor = AntigravityInstrumentor()
+
+    with caplog.at_level("WARNING", logger="hookscope.integrations.antigravity"):
+        instrumentor.instrument()
+    try:
+        wrapped = [(c, n) for c, n in others if isinstance(c.__dict__[n], wrapt.FunctionWrapper)]
+        assert wrapped == others
+    finally:
+        instrumentor.uninstrument()
+
+    assert [r.getMessage() for r in caplog.records] == [
+        "hookscope could not instrument google.antigravity.connections.local.event_processor."
+        "BaseLocalEventProcessor._evaluate_dynamic_policy (a google-antigravity version this "
+        "instrumentation does not know?); the rest is instrumented, but telemetry that "
+        "depends on it will be missing"
+    ]
+    assert not any(isinstance(c.__dict__[n], wrapt.FunctionWrapper) for c, n in others)
+
+
+def test_the_instruments_extra_is_the_declared_dependency() -> None:
+    # opentelemetry-instrument checks instrumentation_dependencies(); pip installs the extra.
+    from pathlib import Path
+
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+
+    assert tuple(pyproject["project"]["optional-dependencies"]["instruments"]) == INSTRUMENTS
