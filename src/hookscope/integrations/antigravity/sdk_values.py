@@ -17,8 +17,7 @@ from google.antigravity.hooks import policy as ag_policy
 
 from hookscope._rules import PolicyError, parse_target
 from hookscope.integrations.antigravity.sessions import UNKNOWN_TOOL, RuleInfo, SessionState
-from hookscope.policy import _DECISION_RANK, Decision
-from hookscope.types import Answer, ToolCall, Usage
+from hookscope.types import Answer, Decision, ToolCall, Usage
 
 __all__ = [
     "answers_of",
@@ -42,6 +41,9 @@ _SDK_DECISIONS: Final = {
     ag_policy.Decision.DENY: Decision.DENY,
     ag_policy.Decision.ASK_USER: Decision.ASK_USER,
 }
+
+# Within a target tier, deny before ask-user before allow: DESIGN §4's nine buckets.
+_DECISION_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
 # The harness reports a denied call as a step in an error state. Its text says a pre-tool check
 # denied it; a static rule without a reason is named in the message (`Denied by policy "x".`),

@@ -149,6 +149,7 @@ class SessionState:
     __slots__ = (
         "closed",
         "compactions",
+        "dynamic_policies",
         "end_reported",
         "has_hooks",
         "model",
@@ -166,6 +167,8 @@ class SessionState:
         self.scope = scope
         self.model = model
         self.rules = tuple(rules)
+        #: The SDK's policies evaluated in Python, by rule id (``rule_0`` …).
+        self.dynamic_policies: dict[str, Any] = {}
         self.turn: TurnState | None = None
         self.ops = OpIndex()
         #: Whether the SDK has hooks for an event: then the harness calls back for it, and

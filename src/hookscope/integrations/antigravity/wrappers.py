@@ -207,6 +207,8 @@ class Adapter:
                 return sdk.usage_of(live.cumulative_usage) if live is not None else None
 
             session.usage = usage
+            # The rules Python evaluates, by the id the harness's requests name them with.
+            session.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
         return result
 
     def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -397,11 +399,13 @@ class Adapter:
         self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs
     ) -> Any:
         session, request = self.session(instance), _POLICY_REQUEST.get()
-        op = self.guard(self._policy_op, session, request) if session and request else None
+        if session is None or request is None:
+            return await wrapped(*args, **kwargs)
+        op = self.guard(self._policy_op, session, request)
         if op is None:
             return await wrapped(*args, **kwargs)
-        rule_id = args[0] if args else kwargs.get("rule_id")
-        policy = getattr(instance, "_dynamic_policy_map", {}).get(rule_id)
+        rule_id = str(args[0] if args else kwargs.get("rule_id", ""))
+        policy = session.dynamic_policies.get(rule_id)
         started = perf_counter()
         with op.scope.current():  # predicates and ask-user handlers run under the call's span
             outcome = await wrapped(*args, **kwargs)
