@@ -16,7 +16,8 @@ from google.antigravity.connections.local.local_connection_config import (
 from google.antigravity.hooks import policy as ag_policy
 
 from hookscope._rules import PolicyError, parse_target
-from hookscope.integrations.antigravity.sessions import UNKNOWN_TOOL, RuleInfo, SessionState
+from hookscope.integrations.antigravity.policy_rules import UNKNOWN_TOOL, RuleInfo
+from hookscope.integrations.antigravity.sessions import SessionState
 from hookscope.types import Answer, Decision, ToolCall, Usage
 
 __all__ = [

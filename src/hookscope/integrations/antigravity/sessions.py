@@ -19,13 +19,12 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
 from hookscope._notify import Notifier
 from hookscope._scopes import is_cancellation
-from hookscope.context import OperationContext, SessionContext, TurnContext
+from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity.operations import (
     CallInterrupted,
@@ -33,36 +32,28 @@ from hookscope.integrations.antigravity.operations import (
     OpState,
     StepKey,
 )
+from hookscope.integrations.antigravity.policy_rules import RuleInfo
 from hookscope.integrations.antigravity.reporting import Dispatch, Scope
-from hookscope.policy import Decision
 from hookscope.runner import HookRunner
-from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
+from hookscope.types import (
+    ChatResponse,
+    Decision,
+    HookResult,
+    Recovery,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
 __all__ = [
-    "HARNESS_POLICY",
-    "POLICY_HOOK",
-    "UNKNOWN_TOOL",
-    "CallInterrupted",
-    "OpState",
-    "RuleInfo",
     "SessionState",
     "Tracker",
-    "TurnEnd",
     "TurnInterrupted",
     "TurnState",
     "ends_by_cancellation",
 ]
 
-#: Decided-by name for policy rules the SDK evaluates in Python (``when`` predicates, ask-user).
-POLICY_HOOK: Final = "antigravity.policy"
-#: Decided-by name for static policy rules the Go harness enforces without asking Python.
-HARNESS_POLICY: Final = "antigravity.harness"
-#: Tool name for a call the harness denied without saying which tool it was (wildcard rules).
-UNKNOWN_TOOL: Final = "_unknown"
-
 _ALLOW: Final = HookResult()
-#: How a turn ends (``TurnOutcome``, including ``cancelled``).
-TurnEnd = Literal["completed", "blocked", "failed", "cancelled"]
 
 
 def ends_by_cancellation(error: BaseException) -> bool:
@@ -70,31 +61,9 @@ def ends_by_cancellation(error: BaseException) -> bool:
 
     A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
     turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
-    is recognised from the trajectory's cancelled state instead.
+    is recognised where it is called (``LocalConnection.cancel``) instead.
     """
     return is_cancellation(error) or isinstance(error, TimeoutError)
-
-
-@dataclass(frozen=True, slots=True)
-class RuleInfo:
-    """One configured policy rule, as the adapter needs it to name a decision.
-
-    Args:
-        name: The rule's name as the SDK and harness report it (``name or tool``).
-        target: ``tool``, ``server/tool``, ``server/*`` or ``*``.
-        decision: What the rule decides when it matches.
-        bucket: Its precedence bucket, 0 to 8 (hookscope's and the SDK's order); ``None``
-            for a target hookscope cannot read (the SDK accepts any string).
-        reason: The rule's deny reason, possibly empty.
-        dynamic: Whether Python evaluates it (a ``when`` predicate or ask-user).
-    """
-
-    name: str
-    target: str
-    decision: Decision
-    bucket: int | None
-    reason: str
-    dynamic: bool
 
 
 class TurnInterrupted(RuntimeError):
@@ -241,7 +210,7 @@ class Tracker:
         if session.turn is not None:  # the session ended before the trajectory went idle
             # Cancelled by the caller's task being cancelled (a timeout included), or failed.
             cancelled = error is not None and ends_by_cancellation(error)
-            outcome: TurnEnd = "cancelled" if cancelled else "failed"
+            outcome: TurnOutcome = "cancelled" if cancelled else "failed"
             self.end_turn(session, error=interruption, outcome=outcome)
         for op in list(session.ops.open.values()):
             self.close_op(session, op, interruption)
@@ -302,7 +271,7 @@ class Tracker:
         session: SessionState,
         *,
         error: BaseException | None = None,
-        outcome: TurnEnd | None = None,
+        outcome: TurnOutcome | None = None,
     ) -> None:
         """Close the open turn: completed (with ``post_turn``), blocked, failed or cancelled.
 

@@ -33,23 +33,16 @@ from typing import Any, Final
 from google.antigravity import types as ag_types
 from google.antigravity.proto import localharness_pb2 as pb2
 
-from hookscope.context import SessionContext
+from hookscope.context import SessionContext, TurnOutcome
 from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
 from hookscope.integrations.antigravity.operations import OpState, StepKey
+from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
 from hookscope.integrations.antigravity.reporting import Dispatch
-from hookscope.integrations.antigravity.sessions import (
-    HARNESS_POLICY,
-    POLICY_HOOK,
-    SessionState,
-    Tracker,
-    TurnEnd,
-    ends_by_cancellation,
-)
-from hookscope.policy import Decision, PolicyDecision
-from hookscope.types import HookResult, Question, ToolCall, Usage
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker, ends_by_cancellation
+from hookscope.types import Decision, HookResult, PolicyDecision, Question, ToolCall, Usage
 
 __all__ = ["Adapter", "Wrapper"]
 
@@ -236,7 +229,7 @@ class Adapter:
         return await wrapped(*args, **kwargs)
 
     def _turn_failed(self, session: SessionState, error: BaseException) -> None:
-        outcome: TurnEnd = "cancelled" if ends_by_cancellation(error) else "failed"
+        outcome: TurnOutcome = "cancelled" if ends_by_cancellation(error) else "failed"
         self.tracker.end_turn(session, error=error, outcome=outcome)
 
     async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
