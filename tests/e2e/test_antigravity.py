@@ -1517,3 +1517,60 @@ async def test_wildcard_denials_are_named_when_anything_names_the_call(
     )
     tool = "get_weather" if with_sdk_hooks else "_unknown"
     assert counters(metric_reader)["hookscope.tool.calls"] == tool_calls("denied", 3 * RUNS, tool)
+
+
+@pytest.mark.usefixtures("instrumented")
+async def test_parallel_calls_of_one_harness_tool_keep_their_own_decisions(
+    model: ScriptedOpenAIServer, tmp_path: Path, span_exporter: InMemorySpanExporter
+) -> None:
+    # Two view_file calls in one model reply: their steps carry no call id, so each is matched
+    # to its ask-user request by tool and arguments (a.txt approved, b.txt rejected).
+    counted = [SdkHooks() for _ in range(RUNS)]
+    configs = []
+    for i in range(RUNS):
+        workdir = tmp_path / f"run{i}"
+        config = multi_turn_config(model, workdir, counted[i].hooks())
+        model.scripts[f"two files in run{i}"] = [
+            Reply(
+                tool_calls=[
+                    Call("view_file", {"AbsolutePath": str(workdir / "b.txt")}, id="call_1"),
+                    Call("view_file", {"AbsolutePath": str(workdir / "a.txt")}, id="call_2"),
+                ]
+            ),
+            Reply(text="Read one of two."),
+            Reply(
+                tool_calls=[
+                    Call("view_file", {"AbsolutePath": str(workdir / "a.txt")}, id="call_1"),
+                    Call("view_file", {"AbsolutePath": str(workdir / "b.txt")}, id="call_2"),
+                ]
+            ),
+            Reply(text="Read one of two again."),
+        ]
+        configs.append(config)
+
+    await asyncio.gather(*(chat(c, f"two files in run{i}", "again") for i, c in enumerate(configs)))
+
+    approved = ("view_file", "succeeded", *ASKED, "UNSET")
+    rejected = ("view_file", "denied", *ASKED_REJECTED, "UNSET")
+    assert (
+        summary(span_exporter.get_finished_spans())
+        == [
+            [
+                (
+                    "completed",
+                    [
+                        (rejected[0], "call_1", *rejected[1:]),
+                        (approved[0], "call_2", *approved[1:]),
+                    ],
+                ),
+                (
+                    "completed",
+                    [
+                        (approved[0], "call_1", *approved[1:]),
+                        (rejected[0], "call_2", *rejected[1:]),
+                    ],
+                ),
+            ]
+        ]
+        * RUNS
+    )

@@ -201,6 +201,8 @@ class OpIndex:
             and (trajectory is None or op.trajectory in (None, trajectory))
             and (op.call_id is None if lacking == "call" else op.step_key is None)
             and (not call.id or op.call_id in (None, call.id))
+            # A denied call runs no step: only a denial step (denial_target) claims it.
+            and not (lacking == "step" and op.denied)
         ]
         if len(candidates) > 1:
             for op in candidates:
