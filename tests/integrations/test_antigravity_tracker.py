@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookscope.integrations.antigravity.operations import CallInterrupted
+from hookscope.integrations.antigravity.operations import (
+    LINGER_S,
+    MAX_CLOSED,
+    CallInterrupted,
+    OpIndex,
+)
 from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import Tracker, TurnInterrupted
 from hookscope.runner import DispatchObserver, HookRunner
@@ -382,3 +387,30 @@ def test_a_hook_that_gives_no_answers_decides_no_interaction(recorder: Recorder)
         ("dispatch_finished", "pre_turn", HookResult(), None),
         ("dispatch_finished", "on_interaction", None, None),
     ]
+
+
+def test_a_closed_call_is_findable_for_a_bounded_time_only(recorder: Recorder) -> None:
+    now = [100.0]
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    session.ops = OpIndex(clock=lambda: now[0])
+    op = tracker.op_for_request(session, "t", CALL)
+    tracker.close_op(session, op)
+
+    now[0] += LINGER_S
+    assert tracker.late_op(session, "call_1") is op
+    now[0] += 0.001
+    assert tracker.late_op(session, "call_1") is None
+
+
+def test_at_most_max_closed_calls_stay_findable(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    ops = []
+    for index in range(MAX_CLOSED + 1):
+        op = tracker.op_for_request(session, "t", ToolCall("get_weather", {}, f"c{index}"))
+        tracker.close_op(session, op)
+        ops.append(op)
+
+    assert tracker.late_op(session, "c0") is None
+    assert tracker.late_op(session, f"c{MAX_CLOSED}") is ops[-1]

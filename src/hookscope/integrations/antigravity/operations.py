@@ -33,6 +33,7 @@ turn ended is recognised as late and attached to it, never mistaken for a new ca
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from time import monotonic, perf_counter
 from typing import Any, Final, final
 
@@ -145,9 +146,10 @@ def _contains_args(step_args: dict[str, Any], request_args: dict[str, Any]) -> b
 class OpIndex:
     """A session's tool operations, found by what each SDK report carries (module docs)."""
 
-    __slots__ = ("_by_call", "_by_step", "_closed", "open")
+    __slots__ = ("_by_call", "_by_step", "_clock", "_closed", "open")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = monotonic) -> None:
+        self._clock = clock
         #: Open operations in the order they opened.
         self.open: dict[int, OpState] = {}
         self._by_call: dict[str, OpState] = {}
@@ -239,7 +241,7 @@ class OpIndex:
     def close(self, op: OpState) -> None:
         """Remove ``op`` from the open operations; keep it findable for late callbacks."""
         self.open.pop(id(op), None)
-        now = monotonic()
+        now = self._clock()
         if op.call_id is not None:
             if self._by_call.get(op.call_id) is op:
                 del self._by_call[op.call_id]
@@ -259,7 +261,7 @@ class OpIndex:
         self, call_id: str | None = None, step_key: StepKey | None = None
     ) -> OpState | None:
         """A closed operation with this call id or step key, if it closed under LINGER_S ago."""
-        now = monotonic()
+        now = self._clock()
         while self._closed:  # oldest first: drop what has lingered long enough
             key, (_, closed_at) = next(iter(self._closed.items()))
             if now - closed_at <= LINGER_S:
