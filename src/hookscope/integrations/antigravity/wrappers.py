@@ -280,7 +280,7 @@ class Adapter:
         return await wrapped(*args, **kwargs)
 
     def _step(self, session: SessionState, step: Any) -> None:
-        tracker, status = self.tracker, step.status
+        status = step.status
         turn = session.turn
         if turn is not None and step.is_complete_response and not step.parent_trajectory_id:
             turn.response_text = step.content
@@ -293,6 +293,11 @@ class Adapter:
             if status == _StepStatus.ERROR and sdk.is_denial(step):
                 self._denial_step(session, step_key, sdk.denial_message(step))
             return
+        self._tool_step(session, step_key, step)
+
+    def _tool_step(self, session: SessionState, step_key: StepKey, step: Any) -> None:
+        """A tool call's step update: running, done, failed, or denied by the harness."""
+        tracker, status = self.tracker, step.status
         tool_call = step.tool_calls[0]
         # A harness tool's step carries no call id: the SDK puts the step's id there.
         call_id = tool_call.id if tool_call.id and tool_call.id != step.id else None
