@@ -1574,3 +1574,79 @@ async def test_parallel_calls_of_one_harness_tool_keep_their_own_decisions(
         ]
         * RUNS
     )
+
+
+# --- an agent run inside another agent's tool --------------------------------------------------
+
+
+def names_tree(spans: Sequence[Any]) -> list[Any]:
+    """Traces as nested (name, children) tuples, siblings in start order."""
+    children: dict[int, list[Any]] = {}
+    ids = {s.context.span_id for s in spans}
+    for span in spans:
+        if span.parent is not None and span.parent.span_id in ids:
+            children.setdefault(span.parent.span_id, []).append(span)
+
+    def node(span: Any) -> Any:
+        kids = sorted(children.get(span.context.span_id, []), key=lambda s: s.start_time)
+        return (span.name, [node(k) for k in kids]) if kids else span.name
+
+    roots = [s for s in spans if s.parent is None or s.parent.span_id not in ids]
+    return [node(r) for r in sorted(roots, key=lambda s: s.start_time)]
+
+
+@pytest.mark.parametrize("nest", [True, False], ids=["nested", "own-trace"])
+async def test_an_agent_run_in_a_tool_nests_under_the_tool_when_asked(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+    nest: bool,
+) -> None:
+    instrumentor = AntigravityInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        agent_name=AGENT,
+        nest_sessions=nest,
+    )
+    inner_dir, outer_dir = tmp_path / "inner", tmp_path / "outer"
+    inner_dir.mkdir()
+    outer_dir.mkdir()
+    model.scripts["ask the expert"] = [
+        Reply(tool_calls=[Call("ask_expert", {"question": "meaning"}, id="call_1")]),
+        Reply(text="The expert says 42."),
+    ]
+    model.scripts["expert question"] = [Reply(text="42")]
+
+    async def ask_expert(question: str) -> str:
+        """Ask an expert agent."""
+        (answer,) = await chat(agent_config(model, inner_dir, []), f"expert question: {question}")
+        return str(answer)
+
+    try:
+        for _ in range(RUNS):
+            answers = await chat(agent_config(model, outer_dir, [ask_expert]), "ask the expert")
+            assert answers == ["The expert says 42."]
+    finally:
+        instrumentor.uninstrument()
+
+    spans = span_exporter.get_finished_spans()
+    inner_tree = ("session weather-bot", ["invoke_agent weather-bot"])
+    if nest:
+        tool = ("execute_tool ask_expert", [inner_tree])
+        expected = [("session weather-bot", [("invoke_agent weather-bot", [tool])])] * RUNS
+    else:
+        outer = ("session weather-bot", [("invoke_agent weather-bot", ["execute_tool ask_expert"])])
+        expected = [outer, inner_tree] * RUNS
+        # Each inner session links to the tool call that ran it.
+        linked = [
+            link.context.span_id
+            for s in spans
+            if s.name == "session weather-bot"
+            for link in s.links
+        ]
+        tools = [s.context.span_id for s in spans if s.name == "execute_tool ask_expert"]
+        assert sorted(linked) == sorted(tools)
+    assert sorted(map(repr, names_tree(spans))) == sorted(map(repr, expected))

@@ -153,3 +153,39 @@ def test_the_instruments_extra_is_the_declared_dependency() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
 
     assert tuple(pyproject["project"]["optional-dependencies"]["instruments"]) == INSTRUMENTS
+
+
+@pytest.mark.parametrize(
+    ("value", "nested"), [("true", True), ("1", True), ("YES", True), ("false", False), ("", False)]
+)
+def test_nest_sessions_env_var_reads_booleans(
+    monkeypatch: pytest.MonkeyPatch, value: str, nested: bool
+) -> None:
+    from hookscope.integrations.antigravity.instrumentor import nest_sessions_from_env
+
+    monkeypatch.setenv("HOOKSCOPE_NEST_SESSIONS", value)
+
+    assert nest_sessions_from_env() is nested
+
+
+def test_a_nest_sessions_env_var_that_is_no_boolean_is_an_error_in_the_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Logged, not raised: under opentelemetry-instrument a raise would instrument nothing.
+    from hookscope.integrations.antigravity.instrumentor import nest_sessions_from_env
+
+    monkeypatch.setenv("HOOKSCOPE_NEST_SESSIONS", "sometimes")
+
+    assert nest_sessions_from_env() is False
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "ERROR",
+            "HOOKSCOPE_NEST_SESSIONS='sometimes' is not a boolean; sessions are not nested. "
+            "Set it to true or false.",
+        )
+    ]
+
+
+def test_nest_sessions_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="nest_sessions must be True or False, got 'yes'"):
+        AntigravityInstrumentor().instrument(nest_sessions="yes")

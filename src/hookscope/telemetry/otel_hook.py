@@ -41,11 +41,13 @@ from hookscope.telemetry.content import ContentCapture, capture_from_env, render
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
-__all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
+__all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "OTelHook", "TraceLayout"]
 
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
+#: A session context holding ``True`` under this key nests under the span current when it starts.
+NEST_SESSION_KEY: Final = "hookscope.nest_session"
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _MAX_REASON: Final = 256
 
@@ -138,9 +140,12 @@ class OTelHook(DispatchObserver):
         agent = context.agent_name or self.agent_name
         session_id = context.session_id
         ambient = trace.get_current_span().get_span_context()
+        # A session run inside a traced request starts its own trace, linked to it, unless
+        # its adapter asks to nest it there (NEST_SESSION_KEY, e.g. an agent run in a tool).
+        nested = ambient.is_valid and context.get(NEST_SESSION_KEY) is True
         span = self._tracer.start_span(
             sc.SPAN_SESSION.format(agent),
-            context=_ROOT,
+            context=None if nested else _ROOT,
             kind=SpanKind.INTERNAL,
             attributes={
                 sc.SESSION_ID: session_id,
@@ -148,8 +153,7 @@ class OTelHook(DispatchObserver):
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
             },
-            # A session run inside a traced request starts its own trace, linked to it.
-            links=[Link(ambient)] if ambient.is_valid else None,
+            links=[Link(ambient)] if ambient.is_valid and not nested else None,
         )
         metric_agent = self.instruments.agent_name(agent)
         self._scopes[id(context)] = SessionScope(span, agent, metric_agent)

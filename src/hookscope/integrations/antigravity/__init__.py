@@ -27,8 +27,15 @@ from __future__ import annotations
 from hookscope.integrations.antigravity.instrumentor import (
     DEFAULT_AGENT_NAME,
     INSTRUMENTS,
+    NEST_SESSIONS_ENV,
     AntigravityInstrumentor,
     hooks,
 )
 
-__all__ = ["DEFAULT_AGENT_NAME", "INSTRUMENTS", "AntigravityInstrumentor", "hooks"]
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "INSTRUMENTS",
+    "NEST_SESSIONS_ENV",
+    "AntigravityInstrumentor",
+    "hooks",
+]

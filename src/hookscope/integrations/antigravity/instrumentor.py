@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,12 +26,21 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["DEFAULT_AGENT_NAME", "INSTRUMENTS", "AntigravityInstrumentor", "hooks"]
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "INSTRUMENTS",
+    "NEST_SESSIONS_ENV",
+    "AntigravityInstrumentor",
+    "hooks",
+    "nest_sessions_from_env",
+]
 
 logger = logging.getLogger("hookscope.integrations.antigravity")
 
 #: The google-antigravity versions this instrumentation is written against.
 INSTRUMENTS: Final = ("google-antigravity >= 0.1.22, < 0.2",)
+#: Environment variable: nest agent sessions started inside a span (see ``nest_sessions``).
+NEST_SESSIONS_ENV: Final = "HOOKSCOPE_NEST_SESSIONS"
 #: The ``gen_ai.agent.name`` reported when none is given (the SDK's Agent has no name).
 DEFAULT_AGENT_NAME: Final = "antigravity"
 
@@ -44,7 +54,11 @@ class AntigravityInstrumentor(BaseInstrumentor):
       providers when omitted);
     * ``agent_name``: the ``gen_ai.agent.name`` of every session (default ``"antigravity"``);
     * ``observers``: further :class:`~hookscope.runner.DispatchObserver` objects to drive
-      alongside the OTelHook.
+      alongside the OTelHook;
+    * ``nest_sessions``: ``True`` to record an agent session that starts while a span is
+      current (an agent run inside another agent's tool) as a child of that span, in its
+      trace; by default it starts a trace of its own, linked to that span. When omitted,
+      ``HOOKSCOPE_NEST_SESSIONS`` (``true``/``false``) decides.
 
     Sessions, turns, tool calls (Python tools and harness tools), policy decisions (rules
     evaluated in Python and static rules the harness enforces), error recoveries by
@@ -77,9 +91,14 @@ class AntigravityInstrumentor(BaseInstrumentor):
         tracer_provider: TracerProvider | None = kwargs.get("tracer_provider")
         meter_provider: MeterProvider | None = kwargs.get("meter_provider")
         agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
+        nest = kwargs.get("nest_sessions")
+        if nest is None:
+            nest = nest_sessions_from_env()
+        elif not isinstance(nest, bool):
+            raise TypeError(f"nest_sessions must be True or False, got {nest!r}")
         extra: Sequence[object] = tuple(kwargs.get("observers") or ())
         otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        tracker = Tracker(_observing([otel, *extra]), agent_name)
+        tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
         wrapped: list[tuple[str, str]] = []
         for module, name, wrapper in Adapter(tracker).targets():
             # One method the installed SDK lacks or changed must not cost the others (nor,
@@ -107,6 +126,24 @@ class AntigravityInstrumentor(BaseInstrumentor):
         if tracker is not None:
             tracker.active = False
             tracker.close_all()
+
+
+def nest_sessions_from_env() -> bool:
+    """``HOOKSCOPE_NEST_SESSIONS``: ``true``/``1``/``yes`` or ``false``/``0``/``no``/unset.
+
+    Another value is logged as an error (it must not break ``opentelemetry-instrument``, which
+    would then instrument nothing) and sessions are not nested.
+    """
+    raw = os.environ.get(NEST_SESSIONS_ENV, "").strip().lower()
+    if raw in ("true", "1", "yes"):
+        return True
+    if raw not in ("", "false", "0", "no"):
+        logger.error(
+            "%s=%r is not a boolean; sessions are not nested. Set it to true or false.",
+            NEST_SESSIONS_ENV,
+            raw,
+        )
+    return False
 
 
 def _observing(observers: Sequence[object]) -> HookRunner:

@@ -168,10 +168,13 @@ class Tracker:
         runner: The runner whose notifier tells the observers (OTelHook): scopes and
             dispatches are reported through it, exactly as the runner reports its own.
         agent_name: The agent name every session reports.
+        nest_sessions: Whether a session that starts while a span is current (an agent run
+            inside a tool) is recorded under that span rather than in a trace of its own.
     """
 
-    def __init__(self, runner: HookRunner, agent_name: str) -> None:
+    def __init__(self, runner: HookRunner, agent_name: str, *, nest_sessions: bool = False) -> None:
         self.runner = runner
+        self.nest_sessions = nest_sessions
         self.agent_name = agent_name
         self.active = True
         self._sessions: dict[int, SessionState] = {}
@@ -188,6 +191,11 @@ class Tracker:
     ) -> SessionState:
         """Open a session scope (in a copy of the caller's context: it may link to a span)."""
         context = SessionContext(session_id or os.urandom(16).hex(), self.agent_name)
+        if self.nest_sessions:
+            # Imported here: importing the integration must not load the OTel SDK.
+            from hookscope.telemetry.otel_hook import NEST_SESSION_KEY
+
+            context.set(NEST_SESSION_KEY, True)
         session = SessionState(
             Scope(context, contextvars.copy_context(), self.notify), model, rules
         )
