@@ -3,15 +3,17 @@
 The google-antigravity SDK reports a session's life piecemeal, from several tasks: prompts from
 the caller's task; tool calls, hook callbacks and policy questions from tasks spawned by the
 connection's reader task; turn ends from the reader itself. :class:`Tracker` turns those
-reports into the observer protocol (:class:`~hookscope.runner.DispatchObserver`) with
-hookscope's own :class:`SessionContext`, :class:`TurnContext` and :class:`OperationContext`, so
+reports into scopes and dispatches with hookscope's own :class:`SessionContext`,
+:class:`TurnContext` and :class:`OperationContext`, told through the runner's one notifier, so
 OTelHook (or any observer) sees the calls a :class:`~hookscope.runner.HookRunner` would make.
+The runner's own scopes cannot serve here: they are ``async with`` blocks that run
+hookscope's hooks, while an SDK session opens and closes in different tasks and runs the SDK's
+hooks; what is kept here is what those blocks would keep on their stack.
 
 Nothing here knows the SDK's types; the adapter translates. Every scope is keyed by hookscope
 state, never by the SDK's context objects: the SDK hands hooks a fresh ``TurnContext`` when a
 StopHook is registered, and OpenAI-style tool-call ids repeat across sessions. A session holds
-its current turn; tool operations are found by (session, call id) or (session, trajectory,
-step index).
+its current turn; its tool operations are found by identity (:mod:`.operations`).
 """
 
 from __future__ import annotations
