@@ -9,9 +9,10 @@ from hookscope.integrations.antigravity.operations import (
     MAX_CLOSED,
     CallInterrupted,
     OpIndex,
+    TurnInterrupted,
 )
 from hookscope.integrations.antigravity.reporting import Dispatch
-from hookscope.integrations.antigravity.sessions import Tracker, TurnInterrupted
+from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 

@@ -41,13 +41,15 @@ from hookscope.telemetry.content import ContentCapture, capture_from_env, render
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
-__all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "OTelHook", "TraceLayout"]
+__all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
 
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 #: A session context holding ``True`` under this key nests under the span current when it starts.
 NEST_SESSION_KEY: Final = "hookscope.nest_session"
+#: A turn context holding ``(agent name, conversation id)`` under this key is a subagent's run.
+SUBAGENT_KEY: Final = "hookscope.subagent"
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _MAX_REASON: Final = 256
 
@@ -182,11 +184,18 @@ class OTelHook(DispatchObserver):
     def _start_turn(self, context: TurnContext) -> None:
         session: SessionScope | None = self._scopes.get(id(context.session))
         agent = session.agent if session is not None else context.agent_name or self.agent_name
+        # A subagent's run (SUBAGENT_KEY: its name and conversation id) is an invoke_agent span
+        # under the span current when it starts: the tool call that delegated to it.
+        subagent: tuple[str, str] | None = context.get(SUBAGENT_KEY)
+        if subagent is not None:
+            agent = subagent[0]
         session_id = context.session_id
         attributes: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: agent,
-            sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
+            sc.GEN_AI_CONVERSATION_ID: subagent[1]
+            if subagent is not None
+            else context.session.conversation_id or session_id,
             sc.SESSION_ID: session_id,
             sc.TURN_INDEX: context.turn_index,
             sc.OPENINFERENCE_SPAN_KIND: sc.KIND_AGENT,
@@ -194,7 +203,7 @@ class OTelHook(DispatchObserver):
         if self.capture.on_spans and context.prompt is not None:
             attributes[sc.GEN_AI_INPUT_MESSAGES] = render(context.prompt)
         parent, links = None, None
-        if session is not None:
+        if session is not None and subagent is None:
             session_context = session.span.get_span_context()
             if self.trace_layout == "turn":
                 parent, links = _ROOT, [Link(session_context)]
@@ -203,7 +212,11 @@ class OTelHook(DispatchObserver):
         span = self._tracer.start_span(
             sc.SPAN_TURN.format(agent), context=parent, attributes=attributes, links=links
         )
-        metric_agent = session.metric_agent if session else self.instruments.agent_name(agent)
+        metric_agent = (
+            session.metric_agent
+            if session is not None and subagent is None
+            else self.instruments.agent_name(agent)
+        )
         self._scopes[id(context)] = TurnScope(span, agent, metric_agent, session)
 
     def _end_turn(
@@ -215,7 +228,8 @@ class OTelHook(DispatchObserver):
             scope.chat.end()
         span.set_attribute(sc.TURN_OUTCOME, outcome)
         conversation_id = context.session.conversation_id
-        if conversation_id is not None:  # learned while the turn ran (google-antigravity)
+        subagent = context.get(SUBAGENT_KEY) is not None
+        if conversation_id is not None and not subagent:  # learned while the turn ran
             span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
         if scope.usage is not None:
             span.set_attributes(usage_attributes(scope.usage))
@@ -228,7 +242,7 @@ class OTelHook(DispatchObserver):
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
         instruments.turn_duration.record(perf_counter() - scope.started, (agent, outcome))
-        if scope.session is not None:
+        if scope.session is not None and not subagent:  # a subagent's run is no session turn
             scope.session.turns += 1
 
     def _start_operation(self, context: OperationContext) -> None:

@@ -37,11 +37,21 @@ from collections.abc import Callable
 from time import monotonic, perf_counter
 from typing import Any, Final, final
 
+from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext
 from hookscope.integrations.antigravity.reporting import Dispatch, Scope
 from hookscope.types import HookResult, ToolCall
 
-__all__ = ["LINGER_S", "MAX_CLOSED", "CallInterrupted", "OpIndex", "OpState", "StepKey"]
+__all__ = [
+    "LINGER_S",
+    "MAX_CLOSED",
+    "CallInterrupted",
+    "OpIndex",
+    "OpState",
+    "StepKey",
+    "TurnInterrupted",
+    "ends_by_cancellation",
+]
 
 #: How long a closed operation stays findable for late callbacks, in seconds.
 LINGER_S: Final = 30.0
@@ -57,6 +67,23 @@ class CallInterrupted(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the turn ended before this tool call was decided or had run")
+
+
+class TurnInterrupted(RuntimeError):
+    """Why a turn failed when its session ended before the agent finished the turn."""
+
+    def __init__(self) -> None:
+        super().__init__("the session ended before the turn did; read the whole response first")
+
+
+def ends_by_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
+
+    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
+    turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
+    is recognised where it is called (``LocalConnection.cancel``) instead.
+    """
+    return is_cancellation(error) or isinstance(error, TimeoutError)
 
 
 @final
@@ -77,6 +104,7 @@ class OpState:
         "scope",
         "step_done",
         "step_key",
+        "subagent_runs",
         "trajectory",
     )
 
@@ -104,6 +132,8 @@ class OpState:
         self.denied = False
         #: The message of the denial Python saw, to match the harness's denial step by.
         self.denial = ""
+        #: How many subagent runs this call (an ``invoke_subagent``) has started.
+        self.subagent_runs = 0
         #: Whether the harness reported the call's step finished (its hooks may still run).
         self.step_done = False
         self.closed = False
@@ -152,7 +182,8 @@ class OpIndex:
         self._clock = clock
         #: Open operations in the order they opened.
         self.open: dict[int, OpState] = {}
-        self._by_call: dict[str, OpState] = {}
+        #: Open calls by the model's call id: subagents' calls may reuse their parent's ids.
+        self._by_call: dict[str, list[OpState]] = {}
         self._by_step: dict[StepKey, OpState] = {}
         self._closed: OrderedDict[tuple[str, object], tuple[OpState, float]] = OrderedDict()
 
@@ -160,14 +191,14 @@ class OpIndex:
         """Index a newly opened operation."""
         self.open[id(op)] = op
         if op.call_id is not None:
-            self._by_call[op.call_id] = op
+            self._by_call.setdefault(op.call_id, []).append(op)
 
     def bind_call(self, op: OpState, call_id: str) -> None:
         """Give ``op`` the model's call id (the first one it learns stays)."""
         if op.call_id is None:
             op.call_id = call_id
             if not op.closed:
-                self._by_call.setdefault(call_id, op)
+                self._by_call.setdefault(call_id, []).append(op)
             if not op.call.id:
                 op.call = ToolCall(op.call.name, op.call.args, call_id, op.call.server)
 
@@ -178,9 +209,13 @@ class OpIndex:
             if not op.closed:
                 self._by_step.setdefault(step_key, op)
 
-    def by_call(self, call_id: str | None) -> OpState | None:
-        """The open operation with the model's call id."""
-        return self._by_call.get(call_id) if call_id else None
+    def by_call(self, call_id: str | None, trajectory: str | None = None) -> OpState | None:
+        """The open operation with the model's call id (in ``trajectory``, when known)."""
+        ops = self._by_call.get(call_id, ()) if call_id else ()
+        for op in ops:
+            if trajectory is None or op.trajectory in (None, trajectory):
+                return op
+        return None
 
     def by_step(self, step_key: StepKey) -> OpState | None:
         """The open operation whose step is ``step_key``."""
@@ -238,13 +273,26 @@ class OpIndex:
                 return found[0]
         return None
 
+    def latest(self, trajectory: str, name: str) -> OpState | None:
+        """The newest call of ``trajectory`` to tool ``name``, open or closed moments ago."""
+        for op in reversed(self.open.values()):
+            if op.trajectory == trajectory and op.call.name == name:
+                return op
+        for op, _ in reversed(self._closed.values()):
+            if op.trajectory == trajectory and op.call.name == name:
+                return op
+        return None
+
     def close(self, op: OpState) -> None:
         """Remove ``op`` from the open operations; keep it findable for late callbacks."""
         self.open.pop(id(op), None)
         now = self._clock()
         if op.call_id is not None:
-            if self._by_call.get(op.call_id) is op:
-                del self._by_call[op.call_id]
+            same = self._by_call.get(op.call_id, [])
+            if op in same:
+                same.remove(op)
+                if not same:
+                    del self._by_call[op.call_id]
             self._remember(("call", op.call_id), op, now)
         if op.step_key is not None:
             if self._by_step.get(op.step_key) is op:

@@ -43,10 +43,16 @@ class Scope(Generic[C]):
 
     __slots__ = ("context", "env", "span_context")
 
-    def __init__(self, context: C, env: contextvars.Context, notifier: Notifier) -> None:
+    def __init__(
+        self,
+        context: C,
+        env: contextvars.Context,
+        notifier: Notifier,
+        parent: otel_context.Context | None = None,
+    ) -> None:
         self.context: C = context
         self.env = env
-        env.run(notifier.scope_started, context)
+        env.run(_open, notifier, context, parent)
         #: The OTel context as the observers left it: the scope's span is current in it.
         self.span_context = env.run(otel_context.get_current)
 
@@ -62,6 +68,12 @@ class Scope(Generic[C]):
             yield
         finally:
             otel_context.detach(token)
+
+
+def _open(notifier: Notifier, context: HookContext, parent: otel_context.Context | None) -> None:
+    if parent is not None:  # in the scope's own context: observers start its span under it
+        otel_context.attach(parent)
+    notifier.scope_started(context)
 
 
 @final

@@ -31,6 +31,7 @@ __all__ = [
     "rule_of",
     "rules_of",
     "static_rule",
+    "subagent_names",
     "tool_error",
     "tool_name",
     "usage_of",
@@ -77,6 +78,12 @@ def call_from_sdk(tool_call: Any, call_id: str | None) -> ToolCall:
     return ToolCall(
         tool_name(tool_call.name), dict(tool_call.args or {}), call_id or "", tool_call.server_name
     )
+
+
+def subagent_names(config: Any) -> tuple[str, ...]:
+    """The names of the subagents an agent config defines."""
+    found = getattr(config, "subagents", None) or ()
+    return tuple(n for s in found if isinstance(n := getattr(s, "name", None), str) and n)
 
 
 def usage_of(metadata: Any) -> Usage:

@@ -25,7 +25,6 @@ from time import perf_counter
 from typing import Any, Final, final
 
 from hookscope._notify import Notifier
-from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity.operations import (
@@ -33,6 +32,8 @@ from hookscope.integrations.antigravity.operations import (
     OpIndex,
     OpState,
     StepKey,
+    TurnInterrupted,
+    ends_by_cancellation,
 )
 from hookscope.integrations.antigravity.policy_rules import RuleInfo
 from hookscope.integrations.antigravity.reporting import Dispatch, Scope
@@ -47,32 +48,9 @@ from hookscope.types import (
     Usage,
 )
 
-__all__ = [
-    "SessionState",
-    "Tracker",
-    "TurnInterrupted",
-    "TurnState",
-    "ends_by_cancellation",
-]
+__all__ = ["SessionState", "Tracker", "TurnState"]
 
 _ALLOW: Final = HookResult()
-
-
-def ends_by_cancellation(error: BaseException) -> bool:
-    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
-
-    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
-    turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
-    is recognised where it is called (``LocalConnection.cancel``) instead.
-    """
-    return is_cancellation(error) or isinstance(error, TimeoutError)
-
-
-class TurnInterrupted(RuntimeError):
-    """Why a turn failed when its session ended before the agent finished the turn."""
-
-    def __init__(self) -> None:
-        super().__init__("the session ended before the turn did; read the whole response first")
 
 
 @final
@@ -128,6 +106,8 @@ class SessionState:
         "rules",
         "scope",
         "start_reported",
+        "subagent_names",
+        "subagents",
         "turn",
         "usage",
     )
@@ -140,6 +120,9 @@ class SessionState:
         self.rules = tuple(rules)
         #: The SDK's policies evaluated in Python, by rule id (``rule_0`` …).
         self.dynamic_policies: dict[str, Any] = {}
+        #: Subagent runs in flight by trajectory (:mod:`.subagents`); the agent's subagents.
+        self.subagents: dict[str, TurnState] = {}
+        self.subagent_names: tuple[str, ...] = ()
         self.turn: TurnState | None = None
         self.ops = OpIndex()
         #: Whether the SDK has hooks for an event: then the harness calls back for it, and
@@ -298,6 +281,8 @@ class Tracker:
                 turn.pre_turn.abandon()
         if outcome is None:
             outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
+        for trajectory in list(session.subagents):  # runs its turn started end with it
+            self.end_subagent(session, trajectory, error, outcome == "cancelled")
         for op in list(session.ops.open.values()):
             if op.scope.context.parent is turn.context:
                 self.close_op(session, op, error)
@@ -309,7 +294,9 @@ class Tracker:
     # --- tool operations ---
 
     def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> OpState:
-        turn = self.current_turn(session)
+        # A subagent's call belongs to its run; any other to the current turn.
+        run = session.subagents.get(trajectory) if trajectory else None
+        turn = run if run is not None else self.current_turn(session)
         context = OperationContext(turn.context, "tool", call, call.id)
         op = OpState(Scope(context, contextvars.Context(), self.notify), call, None, trajectory)
         op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
@@ -327,7 +314,7 @@ class Tracker:
         trajectory and tool (which learns the call id now), else a new one.
         """
         ops = session.ops
-        op = ops.by_call(call.id)
+        op = ops.by_call(call.id, trajectory)
         if op is None:
             op = ops.unbound(trajectory, call, lacking="call")
             if op is None:
@@ -352,7 +339,7 @@ class Tracker:
         op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
         if op is not None:
             return op
-        op = ops.by_call(call.id) or ops.unbound(step_key[0], call, lacking="step")
+        op = ops.by_call(call.id, step_key[0]) or ops.unbound(step_key[0], call, lacking="step")
         if op is None:
             op = self._open_op(session, call, step_key[0])
         ops.bind_step(op, step_key)
@@ -468,6 +455,25 @@ class Tracker:
             op.outcome.finish(None)
         session.ops.close(op)
         op.scope.end(self.notify, error)
+
+    def end_subagent(
+        self,
+        session: SessionState,
+        trajectory: str,
+        error: BaseException | None = None,
+        cancelled: bool = False,
+    ) -> None:
+        """Close the run of the subagent in ``trajectory``; its calls still open end with it."""
+        run = session.subagents.pop(trajectory, None)
+        if run is None:
+            return
+        for op in list(session.ops.open.values()):
+            if op.context.parent is run.context:
+                self.close_op(session, op, error)
+        run.context.outcome = (
+            "completed" if error is None else "cancelled" if cancelled else "failed"
+        )
+        run.scope.end(self.notify, error)
 
     def interaction(self, session: SessionState) -> OpState:
         """Open an interaction operation (a question to the user) in the current turn."""

@@ -38,10 +38,11 @@ from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
-from hookscope.integrations.antigravity.operations import OpState, StepKey
+from hookscope.integrations.antigravity.operations import OpState, StepKey, ends_by_cancellation
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
 from hookscope.integrations.antigravity.reporting import Dispatch
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker, ends_by_cancellation
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.integrations.antigravity.subagents import start_subagent
 from hookscope.types import Decision, HookResult, PolicyDecision, Question, ToolCall, Usage
 
 __all__ = ["Adapter", "Wrapper"]
@@ -56,6 +57,10 @@ Kwargs = dict[str, Any]
 #: The session whose SDK objects are being created (set while ``Agent.__aenter__`` runs).
 _BINDING: Final[ContextVar[SessionState | None]] = ContextVar(
     "hookscope_antigravity_binding", default=None
+)
+#: The trajectory of the tool call the harness asked this task to run.
+_TOOL_TRAJECTORY: Final[ContextVar[str | None]] = ContextVar(
+    "hookscope_antigravity_tool_trajectory", default=None
 )
 #: The policy-decision request being handled in this task.
 _POLICY_REQUEST: Final[ContextVar[Any]] = ContextVar(
@@ -99,6 +104,7 @@ class Adapter:
             (_PROCESSOR, f"{base}.__init__", self._bind_processor),
             (_PROCESSOR, f"{base}._emit_step", self._emit_step),
             (_PROCESSOR, f"{base}._execute_client_tool", self._execute_tool),
+            (_PROCESSOR, f"{harness}.handle_tool_call", self._handle_tool_call),
             (_PROCESSOR, f"{base}._evaluate_dynamic_policy", self._evaluate_policy),
             (_PROCESSOR, f"{base}._dispatch_question_interaction", self._interaction),
             (_PROCESSOR, f"{harness}.process_event", self._process_event),
@@ -153,6 +159,7 @@ class Adapter:
         session = self.tracker.open_session(
             getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
         )
+        session.subagent_names = sdk.subagent_names(config)
         self._bound[agent] = session
         return session
 
@@ -241,8 +248,9 @@ class Adapter:
 
     def _trajectory(self, session: SessionState, processor: Any, update: Any) -> None:
         main = processor.main_trajectory_id
-        if main and update.trajectory_id != main:
-            return  # a subagent's trajectory: its steps belong to the turn, its state does not
+        if update.parent_trajectory_id or (main and update.trajectory_id != main):
+            self._subagent_state(session, update)  # the SDK itself ignores these
+            return
         tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
             context = session.scope.context
@@ -270,6 +278,18 @@ class Adapter:
                 message = update.error if update.HasField("error") else "turn cancelled"
                 cancelled = ag_types.AntigravityCancelledError(message)
                 tracker.end_turn(session, error=cancelled, outcome="cancelled")
+
+    def _subagent_state(self, session: SessionState, update: Any) -> None:
+        """A subagent's trajectory: running opens its run, idle or cancelled ends it."""
+        trajectory = update.trajectory_id
+        if update.state == _TRAJECTORY.STATE_RUNNING and update.parent_trajectory_id:
+            start_subagent(self.tracker, session, trajectory, update.parent_trajectory_id)
+        elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            error = ag_types.AntigravityExecutionError(update.error) if update.error else None
+            self.tracker.end_subagent(session, trajectory, error)
+        elif update.state == _TRAJECTORY.STATE_CANCELLED:
+            cancelled = ag_types.AntigravityCancelledError(update.error or "subagent cancelled")
+            self.tracker.end_subagent(session, trajectory, cancelled, cancelled=True)
 
     # --- steps ---
 
@@ -368,9 +388,19 @@ class Adapter:
         self.guard(self._tool_result, session, op, result)
         return result
 
+    async def _handle_tool_call(
+        self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs
+    ) -> Any:
+        # The harness's tool-call event names its trajectory; the SDK's ToolCall does not.
+        token = _TOOL_TRAJECTORY.set(getattr(args[0], "trajectory_id", None) if args else None)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _TOOL_TRAJECTORY.reset(token)
+
     def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
         call = sdk.call_from_sdk(tool_call, tool_call.id or None)
-        op = self.tracker.op_for_request(session, None, call)
+        op = self.tracker.op_for_request(session, _TOOL_TRAJECTORY.get() or None, call)
         self.tracker.tool_started(op)
         return op
 
