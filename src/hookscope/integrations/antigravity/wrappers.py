@@ -88,12 +88,14 @@ class Adapter:
     def __init__(self, tracker: Tracker) -> None:
         self.tracker = tracker
         self._bound: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        self._configs: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._failed: set[str] = set()
 
     def targets(self) -> list[tuple[str, str, Wrapper]]:
         """``(module, "Class.method", wrapper)`` for every function to wrap."""
         base, harness = "BaseLocalEventProcessor", "LocalHarnessEventProcessor"
         return [
+            (_AGENT, "Agent.__init__", self._agent_init),
             (_AGENT, "Agent.__aenter__", self._agent_enter),
             (_AGENT, "Agent.__aexit__", self._agent_exit),
             (_RUNNER, "HookRunner.__init__", self._bind_runner),
@@ -137,6 +139,14 @@ class Adapter:
 
     # --- sessions and binding ---
 
+    def _agent_init(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        # The config as given (the constructor's public argument), for the session's rules.
+        config = args[0] if args else kwargs.get("config")
+        if config is not None and self.tracker.active:
+            self._configs[instance] = config
+        return result
+
     async def _agent_enter(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         if not self.tracker.active or self.session(instance) is not None:
             return await wrapped(*args, **kwargs)
@@ -155,7 +165,7 @@ class Adapter:
         return result
 
     def _open_session(self, agent: Any) -> SessionState:
-        config = getattr(agent, "_config", None)
+        config = self._configs.get(agent)
         session = self.tracker.open_session(
             getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
         )
