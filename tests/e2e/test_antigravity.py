@@ -1734,3 +1734,39 @@ async def test_each_subagent_run_is_an_agent_span_under_the_delegating_call(
         (s.attributes["hookscope.session.turns"], s.attributes["hookscope.session.tool_calls"])
         for s in sessions
     } == {(1, 1 + len(cities))}
+
+
+@pytest.mark.parametrize("with_sdk_hooks", [True, False], ids=["sdk-hooks", "no-sdk-hooks"])
+@pytest.mark.usefixtures("instrumented")
+async def test_a_subagent_is_named_by_the_call_that_started_it_when_python_saw_it(
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    span_exporter: InMemorySpanExporter,
+    with_sdk_hooks: bool,
+) -> None:
+    # Two subagent types: only the call's arguments (shown to an SDK pre-tool hook) say which.
+    subagent_scripts(model, "ask the forecaster", "Oslo")
+    call = Call(
+        "invoke_subagent",
+        {
+            "Subagents": [
+                {"TypeName": "forecaster", "Role": "Forecaster", "Prompt": "forecast for Oslo"}
+            ]
+        },
+        id="call_1",
+    )
+    model.scripts["ask the forecaster"][0] = Reply(tool_calls=[call])
+    for i in range(RUNS):
+        config = subagent_config(model, tmp_path / f"run{i}")
+        forecaster = types.SubagentConfig(name="forecaster", description="Forecasts.")
+        hooks_ = SdkHooks().hooks() if with_sdk_hooks else []
+        config = config.model_copy(
+            update={"subagents": [*config.subagents, forecaster], "hooks": hooks_}
+        )
+        await chat(config, "ask the forecaster")
+
+    runs = [s for s in span_exporter.get_finished_spans() if s.name.startswith("invoke_agent ")]
+    expected = "forecaster" if with_sdk_hooks else "subagent"
+    assert sorted(s.name for s in runs) == sorted(
+        [f"invoke_agent {expected}", "invoke_agent weather-bot"] * RUNS
+    )
