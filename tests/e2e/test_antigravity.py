@@ -8,6 +8,7 @@ the metric points with what hookscope promises (DESIGN §5, §6).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -1691,6 +1692,42 @@ def subagent_scripts(model: ScriptedOpenAIServer, key: str, *cities: str) -> Non
         ]
 
 
+def without_late_reports(trees: list[Any]) -> list[Any]:
+    """Session trees without the main agent's empty turns after its first.
+
+    A subagent's report can reach the main agent after its turn went idle; the harness then
+    runs it again (one model call, no tool calls), which is a turn of its own. Whether that
+    happens before the session ends is a race; such turns must hold nothing, though.
+    """
+    result = []
+    for name, turns in trees:
+        first, *later = turns
+        assert set(later) <= {"invoke_agent weather-bot"}, later
+        result.append((name, [first]))
+    return result
+
+
+#: How long to wait for the main agent to go idle after parallel subagents reported back.
+PARALLEL_IDLE_DEADLINE_S = 15.0
+
+
+async def delegate_in_parallel(config: LocalOpenAIAgentConfig) -> None:
+    """One session whose turn starts parallel subagents.
+
+    With parallel subagents the 0.1.22 harness now and then never reports the main trajectory
+    idle after they reported back (seen without hookscope too); the session then ends after a
+    deadline instead of hanging the suite. The subagents' runs are over by then either way.
+    """
+    agent = Agent(config)
+    try:
+        async with agent:
+            response = await agent.chat("delegate the forecast")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(response.text(), PARALLEL_IDLE_DEADLINE_S)
+    finally:
+        _close_harness_pipes(agent)
+
+
 @pytest.mark.parametrize("cities", [("Oslo",), ("Oslo", "Rome")], ids=["single", "parallel"])
 @pytest.mark.usefixtures("instrumented")
 async def test_each_subagent_run_is_an_agent_span_under_the_delegating_call(
@@ -1706,18 +1743,15 @@ async def test_each_subagent_run_is_an_agent_span_under_the_delegating_call(
     if len(cities) == 1:
         await asyncio.gather(*(chat(c, "delegate the forecast") for c in configs))
     else:
-        # One session at a time: with several sessions each running parallel subagents, the
-        # 0.1.22 harness sometimes never reports the main trajectory idle (seen without
-        # hookscope too), so a concurrent run would test the harness, not the spans.
         for config in configs:
-            await chat(config, "delegate the forecast")
+            await delegate_in_parallel(config)
 
     spans = span_exporter.get_finished_spans()
     run = ("invoke_agent weatherman", ["execute_tool get_weather"])
     delegating = ("execute_tool invoke_subagent", [run] * len(cities))
+    sessions = without_late_reports(names_tree(spans))
     assert (
-        names_tree(spans)
-        == [("session weather-bot", [("invoke_agent weather-bot", [delegating])])] * RUNS
+        sessions == [("session weather-bot", [("invoke_agent weather-bot", [delegating])])] * RUNS
     )
     main_trajectories = {
         s.attributes["gen_ai.conversation.id"] for s in spans if s.name == "session weather-bot"
@@ -1729,11 +1763,15 @@ async def test_each_subagent_run_is_an_agent_span_under_the_delegating_call(
     assert not subagent_trajectories & main_trajectories
     calls = [s for s in spans if s.name == "execute_tool get_weather"]
     assert sorted(s.attributes["gen_ai.agent.name"] for s in calls) == ["weatherman"] * len(calls)
-    sessions = [s for s in spans if s.name == "session weather-bot"]
+    # Subagents' calls count among the session's calls; their runs are no session turns.
     assert {
-        (s.attributes["hookscope.session.turns"], s.attributes["hookscope.session.tool_calls"])
-        for s in sessions
-    } == {(1, 1 + len(cities))}
+        s.attributes["hookscope.session.tool_calls"]
+        for s in spans
+        if s.name == "session weather-bot"
+    } == {1 + len(cities)}
+    assert [
+        s.attributes["hookscope.session.turns"] for s in spans if s.name == "session weather-bot"
+    ] == [len(turns) for _, turns in names_tree(spans)]
 
 
 @pytest.mark.parametrize("with_sdk_hooks", [True, False], ids=["sdk-hooks", "no-sdk-hooks"])
@@ -1765,8 +1803,10 @@ async def test_a_subagent_is_named_by_the_call_that_started_it_when_python_saw_i
         )
         await chat(config, "ask the forecaster")
 
-    runs = [s for s in span_exporter.get_finished_spans() if s.name.startswith("invoke_agent ")]
+    spans = span_exporter.get_finished_spans()
+    runs = [s.name for s in spans if s.name.startswith("invoke_agent ")]
     expected = "forecaster" if with_sdk_hooks else "subagent"
-    assert sorted(s.name for s in runs) == sorted(
-        [f"invoke_agent {expected}", "invoke_agent weather-bot"] * RUNS
-    )
+    # Main turns aside (a late report may add one), one run per session, named.
+    assert [name for name in runs if name != "invoke_agent weather-bot"] == [
+        f"invoke_agent {expected}"
+    ] * RUNS
