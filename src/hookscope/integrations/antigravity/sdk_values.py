@@ -18,16 +18,18 @@ from google.antigravity.hooks import policy as ag_policy
 from hookscope._rules import PolicyError, parse_target
 from hookscope.integrations.antigravity.policy_rules import UNKNOWN_TOOL, RuleInfo
 from hookscope.integrations.antigravity.sessions import SessionState
-from hookscope.types import Answer, Decision, ToolCall, Usage
+from hookscope.types import Answer, Decision, HookResult, PolicyDecision, ToolCall, Usage
 
 __all__ = [
     "answers_of",
     "call_from_sdk",
     "denial_message",
     "denied_call",
+    "harness_denial",
     "is_denial",
     "json_args",
     "model_of",
+    "policy_result",
     "rule_of",
     "rules_of",
     "static_rule",
@@ -174,6 +176,39 @@ def _deny_rules(session: SessionState, message: str) -> list[RuleInfo]:
         for r in session.rules
         if r.decision is Decision.DENY and not r.dynamic and r.reason and r.reason == message
     ]
+
+
+def harness_denial(session: SessionState, message: str) -> HookResult:
+    """A denial by a static rule, which the harness names by its name or its reason."""
+    rule = static_rule(session, message)
+    if rule is None:
+        decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
+    else:
+        decision = PolicyDecision(rule.decision, "denied", rule.name, rule.bucket, message)
+    return HookResult(allow=False, message=message, decision=decision)
+
+
+def policy_result(policy: Any, outcome: str, deny_reason: str) -> HookResult | None:
+    """One Python-evaluated rule's outcome (``POLICY_EVALUATION_OUTCOME_*``) as a hook result.
+
+    ``None`` when the rule did not match (or is unknown); ask-user rules say whether the user
+    approved.
+    """
+    if outcome.endswith("NO_MATCH") or policy is None:
+        return None
+    rule = rule_of(policy)
+    allowed = outcome.endswith("ALLOW")
+    asked = policy.ask_user is not None
+    decision = PolicyDecision(
+        rule.decision,
+        "allowed" if allowed else "denied",
+        rule.name,
+        rule.bucket,
+        deny_reason or f"rule {rule.name!r} matched",
+        asked_user=asked,
+        user_approved=allowed if asked else None,
+    )
+    return HookResult(allow=allowed, message=deny_reason, decision=decision)
 
 
 def static_rule(session: SessionState, message: str) -> RuleInfo | None:

@@ -18,17 +18,22 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Final
 
+from google.antigravity import types as ag_types
+from google.antigravity.proto import localharness_pb2 as pb2
+
 from hookscope.context import TurnContext
 from hookscope.integrations.antigravity.operations import OpState
 from hookscope.integrations.antigravity.reporting import Scope
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker, TurnState
 
-__all__ = ["DEFAULT_SUBAGENT_NAME", "INVOKE_SUBAGENT", "start_subagent"]
+__all__ = ["DEFAULT_SUBAGENT_NAME", "INVOKE_SUBAGENT", "start_subagent", "subagent_state"]
 
 #: The harness tool that delegates to subagents.
 INVOKE_SUBAGENT: Final = "invoke_subagent"
 #: The agent name of a subagent run nothing names.
 DEFAULT_SUBAGENT_NAME: Final = "subagent"
+
+_TRAJECTORY: Final = pb2.TrajectoryStateUpdate.State
 
 
 def _name(session: SessionState, delegating: OpState | None) -> str:
@@ -64,3 +69,16 @@ def start_subagent(
     run = TurnState(Scope(context, contextvars.Context(), tracker.notify, parent), None)
     session.subagents[trajectory] = run
     return run
+
+
+def subagent_state(tracker: Tracker, session: SessionState, update: Any) -> None:
+    """A subagent trajectory's state update: running opens its run, idle or cancelled ends it."""
+    trajectory = update.trajectory_id
+    if update.state == _TRAJECTORY.STATE_RUNNING and update.parent_trajectory_id:
+        start_subagent(tracker, session, trajectory, update.parent_trajectory_id)
+    elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+        error = ag_types.AntigravityExecutionError(update.error) if update.error else None
+        tracker.end_subagent(session, trajectory, error)
+    elif update.state == _TRAJECTORY.STATE_CANCELLED:
+        cancelled = ag_types.AntigravityCancelledError(update.error or "subagent cancelled")
+        tracker.end_subagent(session, trajectory, cancelled, cancelled=True)

@@ -42,8 +42,8 @@ from hookscope.integrations.antigravity.operations import OpState, StepKey, ends
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
 from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
-from hookscope.integrations.antigravity.subagents import start_subagent
-from hookscope.types import Decision, HookResult, PolicyDecision, Question, ToolCall, Usage
+from hookscope.integrations.antigravity.subagents import subagent_state
+from hookscope.types import Question, ToolCall, Usage
 
 __all__ = ["Adapter", "Wrapper"]
 
@@ -259,7 +259,7 @@ class Adapter:
     def _trajectory(self, session: SessionState, processor: Any, update: Any) -> None:
         main = processor.main_trajectory_id
         if update.parent_trajectory_id or (main and update.trajectory_id != main):
-            self._subagent_state(session, update)  # the SDK itself ignores these
+            subagent_state(self.tracker, session, update)  # the SDK itself ignores these
             return
         tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
@@ -288,18 +288,6 @@ class Adapter:
                 message = update.error if update.HasField("error") else "turn cancelled"
                 cancelled = ag_types.AntigravityCancelledError(message)
                 tracker.end_turn(session, error=cancelled, outcome="cancelled")
-
-    def _subagent_state(self, session: SessionState, update: Any) -> None:
-        """A subagent's trajectory: running opens its run, idle or cancelled ends it."""
-        trajectory = update.trajectory_id
-        if update.state == _TRAJECTORY.STATE_RUNNING and update.parent_trajectory_id:
-            start_subagent(self.tracker, session, trajectory, update.parent_trajectory_id)
-        elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
-            error = ag_types.AntigravityExecutionError(update.error) if update.error else None
-            self.tracker.end_subagent(session, trajectory, error)
-        elif update.state == _TRAJECTORY.STATE_CANCELLED:
-            cancelled = ag_types.AntigravityCancelledError(update.error or "subagent cancelled")
-            self.tracker.end_subagent(session, trajectory, cancelled, cancelled=True)
 
     # --- steps ---
 
@@ -366,13 +354,7 @@ class Adapter:
         """A denial by a static rule, which the harness names by its name or its reason."""
         if op.decided:
             return
-        rule = sdk.static_rule(session, message)
-        if rule is None:
-            decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
-        else:
-            decision = PolicyDecision(rule.decision, "denied", rule.name, rule.bucket, message)
-        result = HookResult(allow=False, message=message, decision=decision)
-        self.tracker.deny(op, result, HARNESS_POLICY)
+        self.tracker.deny(op, sdk.harness_denial(session, message), HARNESS_POLICY)
 
     def _compacted(self, session: SessionState, step: Any) -> None:
         key = (step.trajectory_id, step.step_index)
@@ -465,25 +447,11 @@ class Adapter:
         if op.decided or op.pre is None:
             return
         verdict, deny_reason = outcome
-        name = _OUTCOME_NAME(verdict)
-        if name.endswith("NO_MATCH") or policy is None:
-            op.pre.hook_finished(POLICY_HOOK, None, None, duration)
-            return
-        rule = sdk.rule_of(policy)
-        allowed = name.endswith("ALLOW")
-        asked = policy.ask_user is not None
-        decision = PolicyDecision(
-            rule.decision,
-            "allowed" if allowed else "denied",
-            rule.name,
-            rule.bucket,
-            deny_reason or f"rule {rule.name!r} matched",
-            asked_user=asked,
-            user_approved=allowed if asked else None,
-        )
-        result = HookResult(allow=allowed, message=deny_reason, decision=decision)
+        result = sdk.policy_result(policy, _OUTCOME_NAME(verdict), deny_reason)
         op.pre.hook_finished(POLICY_HOOK, result, None, duration)
-        if allowed:
+        if result is None:
+            return  # the rule did not match
+        if result.allow:
             op.allow = result
         else:
             self.tracker.deny(op, result, POLICY_HOOK)
