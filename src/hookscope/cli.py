@@ -117,6 +117,10 @@ def _build_parser() -> argparse.ArgumentParser:
     view.add_argument("directory", nargs="?", default=".hookscope", metavar="DIR")
     view.add_argument("--session", metavar="ID", help="only this session")
     view.set_defaults(handler=_view)
+
+    from hookscope.engine import cli as engine_cli  # `hookscope hooks check|run`
+
+    engine_cli.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,97 @@
+"""What command hooks report: run attributes, and the trace context their programs join."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from hookscope.engine import CommandHook
+from hookscope.runner import DispatchObserver, HookRun, HookRunner
+from hookscope.telemetry.otel_hook import OTelHook
+from hookscope.types import ToolCall
+
+from .conftest import PYTHON, dispatch
+from .test_command import CALL, printing
+
+
+class Runs(DispatchObserver):
+    def __init__(self) -> None:
+        self.runs: list[HookRun] = []
+
+    def hook_run_finished(self, run: HookRun, context: Any) -> None:
+        self.runs.append(run)
+
+
+async def test_a_command_run_reports_its_exit_code_executable_and_verdict() -> None:
+    runs = Runs()
+    runner = HookRunner(
+        [
+            CommandHook("pre_tool_call", command=printing({"decision": "block"}), name="a"),
+            CommandHook("pre_tool_call", args=[PYTHON, "-c", "raise SystemExit(3)"], name="b", fail_open=True),
+        ]
+    )
+    runner.observe(runs)
+    await dispatch(runner, "pre_tool_call", ToolCall("x"))
+    runner.replace(runner.hooks, runner.hooks[::-1])
+    await dispatch(runner, "pre_tool_call", ToolCall("x"))
+    assert [(r.hook_name, r.hook_type, r.verdict, r.attributes) for r in runs.runs] == [
+        ("a", "command", "deny", {"process.executable.name": "printf", "process.exit.code": 0}),
+        # b fails (fail open) with its exit code recorded, then a still denies
+        ("b", "command", "none", {"process.executable.name": "python", "process.exit.code": 3}),
+        ("a", "command", "deny", {"process.executable.name": "printf", "process.exit.code": 0}),
+    ]
+    assert type(runs.runs[1].error).__name__ == "HookFailure"
+
+
+async def test_the_hook_program_continues_the_session_trace(
+    tmp_path: Path, script: Callable[[str], str]
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    seen = tmp_path / "seen.json"
+    command = script(
+        f"""
+        import json, os
+        keys = ("TRACEPARENT", "TRACESTATE")
+        open({str(seen)!r}, "w").write(json.dumps({{k: os.environ.get(k) for k in keys}}))
+        """
+    )
+    otel = OTelHook(provider, MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    runner = HookRunner([otel, CommandHook("pre_tool_call", command=command, name="traced")])
+    async with runner.session(agent_name="coder") as session, session.turn("go") as turn:
+        outcome = await turn.call_tool(ToolCall("view_file", {"path": "/x"}, id="c1"), lambda path: "ok")
+    assert outcome.allowed
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    session_span = spans["session coder"]
+    traceparent = json.loads(seen.read_text())["TRACEPARENT"]
+    version, trace_id, parent_id, flags = traceparent.split("-")
+    assert version == "00" and int(flags, 16) & 1  # sampled
+    assert int(trace_id, 16) == session_span.context.trace_id
+    # The program's parent is a span of this session: the tool's span (until the telemetry
+    # observer adds an execute_hook span, which then becomes the parent).
+    parent = next(s for s in spans.values() if s.context.span_id == int(parent_id, 16))
+    assert parent.name in ("execute_tool view_file", "execute_hook traced")
+
+
+async def test_without_a_current_span_no_inherited_traceparent_leaks(
+    tmp_path: Path, script: Callable[[str], str], monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    seen = tmp_path / "seen.json"
+    command = script(
+        f"""
+        import json, os
+        open({str(seen)!r}, "w").write(json.dumps(os.environ.get("TRACEPARENT")))
+        """
+    )
+    await dispatch(HookRunner([CommandHook("pre_tool_call", command=command)]), "pre_tool_call", CALL)
+    assert json.loads(seen.read_text()) is None
