@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -98,8 +99,8 @@ def _runner(log: list[str], *answers: Any) -> HookRunner:
 @pytest.mark.parametrize(
     ("event", "dispatch"),
     [
-        ("on_session_start", lambda r: r.dispatch_session_start(SESSION)),
-        ("on_session_end", lambda r: r.dispatch_session_end(SESSION)),
+        ("on_session_start", lambda r: r.dispatch_on_session_start(SESSION)),
+        ("on_session_end", lambda r: r.dispatch_on_session_end(SESSION)),
         ("post_turn", lambda r: r.dispatch_post_turn(TURN, ChatResponse("x"))),
         (
             "post_tool_call",
@@ -117,7 +118,7 @@ async def test_inspect_event_runs_every_hook_in_order(event: str, dispatch: Any)
 @pytest.mark.parametrize(
     ("event", "dispatch"),
     [
-        ("on_session_start", lambda r: r.dispatch_session_start(SESSION)),
+        ("on_session_start", lambda r: r.dispatch_on_session_start(SESSION)),
         ("post_turn", lambda r: r.dispatch_post_turn(TURN, ChatResponse("x"))),
         ("on_compaction", lambda r: r.dispatch_on_compaction(TURN, "summary")),
     ],
@@ -197,11 +198,14 @@ async def test_modified_args_merge_in_order_into_the_call_the_next_hook_sees() -
     assert result == HookResult(allow=True, modified_args={"x": 1, "y": 2, "z": 0})
 
 
-async def test_unmodified_allowed_call_is_the_same_object() -> None:
-    original = ToolCall("t", {"a": 1})
+async def test_unmodified_allowed_call_is_equal_with_read_only_args() -> None:
+    original = ToolCall("t", {"a": 1, "tags": ["x"]})
     result, call = await _runner([], None, HookResult()).dispatch_pre_tool_call(OPERATION, original)
-    assert call is original
+    assert call == original
     assert result == HookResult()
+    with pytest.raises(TypeError):
+        call.args["a"] = 2  # type: ignore[index]
+    assert call.args["tags"] is not original.args["tags"]  # mutable values are copies
 
 
 # --- pre_llm_request: modify chains; stop at first block ---
@@ -368,7 +372,8 @@ async def test_fail_open_decide_hook_lets_the_dispatch_go_on(recorder: Recorder)
 async def test_decide_hook_returning_a_wrong_type_fails_closed() -> None:
     result = await _runner([], True).dispatch_pre_turn(TURN, "hi")
     assert result == HookResult.deny(
-        "hook 'h1' failed in pre_turn (HookFailure: returned bool, expected HookResult or None); "
+        "hook 'h1' failed in pre_turn (HookFailure: returned bool, expected hookscope.HookResult "
+        "or None; return hookscope.HookResult(...), HookResult.deny(message) or None); "
         "failing closed"
     )
 
@@ -423,14 +428,20 @@ def test_timeout_on_a_sync_hook_is_rejected_at_registration() -> None:
         HookRunner([SyncSlow()])
 
 
-@pytest.mark.parametrize("timeout", [0, -1, "1", True])
-def test_timeout_must_be_a_positive_number(timeout: Any) -> None:
+@pytest.mark.parametrize("timeout", [0, -1, "1", True, float("nan"), float("inf")])
+def test_timeout_must_be_a_finite_positive_number(timeout: Any) -> None:
     class Bad(Hook):
         async def pre_turn(self, context: Any, prompt: Any) -> None: ...
 
     hook = Bad()
     hook.timeout = timeout
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"hook 'Bad': timeout must be a finite positive number of seconds or None, "
+            f"got {timeout!r}"
+        ),
+    ):
         HookRunner([hook])
 
 

@@ -17,7 +17,7 @@ def _op() -> OperationContext:
     return OperationContext(TurnContext(SessionContext("s"), 0), "tool")
 
 
-def test_events_are_the_eleven_hook_methods() -> None:
+def test_events_are_the_twelve_hook_methods() -> None:
     assert EVENTS == (
         "on_session_start",
         "on_session_end",
@@ -29,6 +29,7 @@ def test_events_are_the_eleven_hook_methods() -> None:
         "post_tool_call",
         "on_tool_error",
         "on_interaction",
+        "pre_compaction",
         "on_compaction",
     )
     assert all(callable(getattr(Hook, event)) for event in EVENTS)
@@ -127,7 +128,7 @@ async def test_session_decorator_takes_context_or_nothing() -> None:
     async def without() -> None:
         seen.append("bare")
 
-    await HookRunner([with_context, without]).dispatch_session_start(SessionContext("s7"))
+    await HookRunner([with_context, without]).dispatch_on_session_start(SessionContext("s7"))
     assert seen == ["s7", "bare"]
 
 

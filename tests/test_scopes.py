@@ -208,7 +208,7 @@ async def test_cancellation_mid_tool_closes_every_scope_and_propagates(recorder:
         await task
     assert recorder.named("scope_ended") == [
         ("scope_ended", "OperationContext", None, "CancelledError"),
-        ("scope_ended", "TurnContext", "failed", "CancelledError"),
+        ("scope_ended", "TurnContext", "cancelled", "CancelledError"),
         ("scope_ended", "SessionContext", "cancelled", "CancelledError"),
     ]
     assert log.seen[-1] == ("on_session_end", "cancelled")

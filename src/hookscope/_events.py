@@ -8,11 +8,18 @@ This is DESIGN §2 as data.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, final, get_args
+import copy
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final, Generic, Literal, TypeVar, final, get_args
 
 from hookscope.hooks import HookEvent
 from hookscope.types import (
+    Answer,
+    Decision,
     HookResult,
+    HookscopeError,
+    PolicyDecision,
     Recovery,
     RequestAction,
     RequestDecision,
@@ -21,7 +28,20 @@ from hookscope.types import (
     ToolCall,
 )
 
-__all__ = ["ALLOW", "RULES", "Fold", "HookFailure", "HookKind", "HookTimeoutError", "Rule"]
+__all__ = [
+    "ALLOW",
+    "GO_ON",
+    "RULES",
+    "STOP",
+    "TENTATIVE",
+    "Fold",
+    "HookFailure",
+    "HookKind",
+    "HookTimeoutError",
+    "Rule",
+    "freeze_call",
+    "type_path",
+]
 
 HookKind = Literal["inspect", "decide", "transform"]
 _REQUEST_ACTIONS: Final = frozenset(get_args(RequestAction))
@@ -29,7 +49,7 @@ _RESPONSE_ACTIONS: Final = frozenset(get_args(ResponseAction))
 
 
 @final
-class HookFailure(Exception):
+class HookFailure(HookscopeError):
     """Why a hook counts as failed when it did not raise: a return value its event does not
     accept, or a timeout that cannot run (no event loop).
 
@@ -40,7 +60,7 @@ class HookFailure(Exception):
 
 
 @final
-class HookTimeoutError(TimeoutError):
+class HookTimeoutError(HookscopeError, TimeoutError):
     """A hook outlived its ``timeout``; counts as a hook failure (decide hooks fail closed)."""
 
     __module__ = "hookscope.runner"
@@ -50,34 +70,48 @@ class HookTimeoutError(TimeoutError):
 class Fold:
     """Per-dispatch state a rule folds hook results into."""
 
-    __slots__ = ("data", "extra", "original", "result")
+    __slots__ = ("asked", "bound", "data", "extra", "original", "result")
 
     def __init__(self, data: Any, result: Any) -> None:
         self.original = data
         self.data = data
         self.result = result
         self.extra: Any = None
+        self.asked: HookResult | None = None  # the first pending confirmation (ask)
+        self.bound: Any = None  # the arguments a policy decision was made on
 
 
-class Rule:
+#: What :meth:`Rule.step` returns: go on, stop here (this hook decided), or go on with this
+#: hook as the decider unless a later one stops the dispatch (a pending ask).
+GO_ON: Final = 0
+STOP: Final = 1
+TENTATIVE: Final = 2
+
+R = TypeVar("R")
+
+
+class Rule(Generic[R]):
     """How one event's dispatch treats hook return values and failures.
 
     ``step`` sees every non-``None`` hook return value (``None`` always means "go on"); it
-    returns ``True`` to stop the dispatch (the hook decided) and raises :class:`HookFailure`
-    for a value the event does not accept.
+    returns :data:`GO_ON`, :data:`STOP` (the hook decided) or :data:`TENTATIVE`, and raises
+    :class:`HookFailure` for a value the event does not accept. ``confirms`` marks the event
+    whose final ask verdict the runner settles with the user (``pre_tool_call``).
     """
 
     kind: HookKind = "inspect"
     default: Any = None
+    confirms = False
 
-    def step(self, fold: Fold, value: Any) -> bool:
-        return False
+    def step(self, fold: Fold, value: Any) -> int:
+        return GO_ON
 
     def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
         return None
 
-    def finish(self, fold: Fold) -> Any:
-        return fold.result
+    def finish(self, fold: Fold) -> R:
+        result: R = fold.result
+        return result
 
 
 def _failure_message(hook_name: str, event: HookEvent, error: BaseException) -> str:
@@ -90,47 +124,136 @@ def _failure_message(hook_name: str, event: HookEvent, error: BaseException) -> 
 ALLOW: Final = HookResult()
 
 
+def type_path(value: object) -> str:
+    """The full dotted path of ``value``'s type, e.g. ``google.antigravity.types.HookResult``."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _wrong_type(value: Any, expected: type[Any], what: str) -> HookFailure:
+    """The failure for a return value of the wrong type, naming both types in full.
+
+    A value whose class has the expected name but comes from elsewhere (another SDK's
+    ``HookResult``) is the usual migration slip: say so.
+    """
+    ours = f"hookscope.{expected.__name__}"
+    message = f"returned {type_path(value)}, expected {ours} or None"
+    if type(value).__name__ == expected.__name__:
+        message += f" ({type_path(value)} is not {ours}; {what})"
+    else:
+        message += f"; {what}"
+    return HookFailure(message)
+
+
 def _check_result(value: Any) -> None:
     if type(value) is not HookResult:
-        raise HookFailure(f"returned {type(value).__name__}, expected HookResult or None")
+        raise _wrong_type(
+            value, HookResult, "return hookscope.HookResult(...), HookResult.deny(message) or None"
+        )
     if type(value.allow) is not bool:  # a truthy "false" must not allow
         raise HookFailure(f"returned HookResult(allow={value.allow!r}); allow must be a bool")
 
 
-class _PreTurnRule(Rule):
+_IMMUTABLE: Final = (str, int, float, bool, bytes, type(None), frozenset)
+
+
+def _frozen_value(value: Any) -> Any:
+    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+
+
+def freeze_call(call: ToolCall) -> ToolCall:
+    """``call`` with read-only arguments, mutable values deep-copied.
+
+    Hooks share one call object: without this, a hook could mutate the mapping (or a list in
+    it) after the policy looked, and the tool would run what nobody approved.
+    """
+    args = call.args
+    return call.with_args(MappingProxyType({key: _frozen_value(v) for key, v in args.items()}))
+
+
+def _snapshot(args: Mapping[str, Any]) -> Any:
+    """What a policy decided on: the read-only mapping itself, or a deep copy when it holds
+    mutable values (which a later hook could change in place)."""
+    if all(isinstance(v, _IMMUTABLE) for v in args.values()):
+        return args
+    return copy.deepcopy(dict(args))
+
+
+def _unchanged(args: Mapping[str, Any], bound: Any) -> bool:
+    return args is bound or dict(args) == (bound if isinstance(bound, dict) else dict(bound))
+
+
+class _PreTurnRule(Rule[HookResult]):
     kind = "decide"
     default = ALLOW
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    def step(self, fold: Fold, value: Any) -> int:
         _check_result(value)
+        if value.confirm:
+            raise HookFailure(
+                "returned HookResult.ask(...), which only pre_tool_call hooks may return; "
+                "allow or deny the turn instead"
+            )
         if not value.allow:
             fold.result = value
-            return True
-        return False
+            return STOP
+        return GO_ON
 
     def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
         return HookResult.deny(_failure_message(hook_name, event, error))
 
 
 class _PreToolCallRule(_PreTurnRule):
-    """pre_turn's rule plus argument merging and the policy decision behind an allow."""
+    """pre_turn's rule plus argument merging, asks, and binding the policy's verdict to the
+    arguments it saw."""
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    confirms = True
+
+    def step(self, fold: Fold, value: Any) -> int:
         _check_result(value)
+        if value.confirm:
+            # A pending confirmation: later hooks still run (a later deny wins); the runner
+            # asks the user once every hook has had its say.
+            if fold.asked is None:
+                fold.asked = value
+                self._merge(fold, value)
+                return TENTATIVE
+            self._merge(fold, value)
+            return GO_ON
         if not value.allow:
             fold.result = value
-            return True
-        if value.modified_args:
-            call: ToolCall = fold.data
-            fold.data = call.with_args({**call.args, **value.modified_args})
+            return STOP
+        self._merge(fold, value)
         if value.decision is not None:
             fold.extra = value  # the allow that carries the policy decision
-        return False
+            fold.bound = _snapshot(fold.data.args)
+        return GO_ON
 
-    def finish(self, fold: Fold) -> Any:
+    @staticmethod
+    def _merge(fold: Fold, value: HookResult) -> None:
+        if value.modified_args:
+            call: ToolCall = fold.data
+            fold.data = freeze_call(call.with_args({**call.args, **value.modified_args}))
+
+    def finish(self, fold: Fold) -> HookResult:
         if fold.result is not ALLOW:  # a hook denied
-            return fold.result
+            result: HookResult = fold.result
+            return result
         decided: HookResult | None = fold.extra
+        if decided is not None and not _unchanged(fold.data.args, fold.bound):
+            return _changed_after_policy(fold.data, decided)
+        asked = fold.asked
+        if asked is not None:
+            if fold.data is fold.original:
+                return asked
+            return HookResult(
+                allow=False,
+                message=asked.message,
+                modified_args=dict(fold.data.args),
+                decision=asked.decision,
+                confirm=True,
+            )
         if fold.data is fold.original:
             # Unmodified: pass the policy's own (prebuilt) allow through, or the plain allow.
             return ALLOW if decided is None else decided
@@ -142,9 +265,32 @@ class _PreToolCallRule(_PreTurnRule):
         )
 
 
+def _changed_after_policy(call: ToolCall, decided: HookResult) -> HookResult:
+    # Deny rather than re-evaluate: the enforcer's verdict covers the arguments it saw, and a
+    # hook that rewrites them afterwards (a path, a command) is exactly what a guard exists
+    # to stop. Hooks that must change arguments belong before the enforcer.
+    decision = decided.decision
+    rule = decision.rule if decision is not None else None
+    message = (
+        f"denied: a hook changed the arguments of {call.name!r} after the policy decided; "
+        "register hooks that change arguments before the PolicyEnforcer"
+    )
+    return HookResult(
+        allow=False,
+        message=message,
+        decision=PolicyDecision(
+            decision=Decision.DENY,
+            outcome="denied",
+            rule=rule,
+            bucket=decision.bucket if decision is not None else None,
+            reason=message,
+        ),
+    )
+
+
 def _check_decision(value: Any, kind: type[Any], actions: frozenset[str], builders: str) -> None:
     if type(value) is not kind:
-        raise HookFailure(f"returned {type(value).__name__}, expected {kind.__name__} or None")
+        raise _wrong_type(value, kind, f"build it with {kind.__name__}{builders}")
     if value.action not in actions:  # an unknown verdict must neither proceed nor accept
         raise HookFailure(
             f"returned {kind.__name__}(action={value.action!r}); build it with "
@@ -152,38 +298,39 @@ def _check_decision(value: Any, kind: type[Any], actions: frozenset[str], builde
         )
 
 
-class _PreLlmRequestRule(Rule):
+class _PreLlmRequestRule(Rule[RequestDecision]):
     kind = "decide"
     default = RequestDecision.proceed()
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    def step(self, fold: Fold, value: Any) -> int:
         _check_decision(
             value, RequestDecision, _REQUEST_ACTIONS, ".proceed(), .modify() or .block()"
         )
         if value.action == "block":
             fold.result = value
-            return True
+            return STOP
         if value.action == "modify":
             if value.request is None:
                 raise HookFailure("returned RequestDecision.modify without a request")
             fold.data = value.request
             fold.result = value
-        return False
+        return GO_ON
 
     def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
         return RequestDecision.block(_failure_message(hook_name, event, error))
 
-    def finish(self, fold: Fold) -> Any:
+    def finish(self, fold: Fold) -> RequestDecision:
         if fold.result.action == "modify":  # chained: the last request is what is sent
             return RequestDecision.modify(fold.data)
-        return fold.result
+        result: RequestDecision = fold.result
+        return result
 
 
-class _OnLlmResponseRule(Rule):
+class _OnLlmResponseRule(Rule[ResponseDecision]):
     kind = "decide"
     default = ResponseDecision.accept()
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    def step(self, fold: Fold, value: Any) -> int:
         _check_decision(
             value,
             ResponseDecision,
@@ -192,44 +339,69 @@ class _OnLlmResponseRule(Rule):
         )
         if value.action != "accept":
             fold.result = value
-            return True
-        return False
+            return STOP
+        return GO_ON
 
     def fail_closed(self, hook_name: str, event: HookEvent, error: BaseException) -> Any:
         return ResponseDecision.block(_failure_message(hook_name, event, error))
 
 
-class _OnToolErrorRule(Rule):
+class _OnToolErrorRule(Rule[Recovery | None]):
     kind = "transform"
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    def step(self, fold: Fold, value: Any) -> int:
         if type(value) is not Recovery:
-            raise HookFailure(f"returned {type(value).__name__}, expected Recovery or None")
+            raise _wrong_type(value, Recovery, "return hookscope.Recovery(value) or None")
         fold.result = value
-        return True
+        return STOP
 
 
-class _OnInteractionRule(Rule):
+class _OnInteractionRule(Rule[Sequence[Answer] | None]):
     kind = "transform"
 
-    def step(self, fold: Fold, value: Any) -> bool:
+    def step(self, fold: Fold, value: Any) -> int:
+        # Only a list or tuple of Answer answers: 42, "yes" or True must not count as a reply.
+        if not isinstance(value, (list, tuple)) or not all(type(a) is Answer for a in value):
+            raise HookFailure(
+                f"returned {type_path(value)}, expected a list of hookscope.Answer or None"
+            )
         if not value:  # an empty list of answers answers nothing: ask the next hook
-            return False
+            return GO_ON
         fold.result = value
-        return True
+        return STOP
 
 
-_INSPECT: Final = Rule()
-RULES: Final[dict[HookEvent, Rule]] = {
+class _PreCompactionRule(Rule[str | None]):
+    kind = "transform"
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if not isinstance(value, str):
+            raise HookFailure(f"returned {type_path(value)}, expected a summary (str) or None")
+        fold.result = value
+        return STOP
+
+
+_INSPECT: Final = Rule[None]()
+PRE_TURN: Final = _PreTurnRule()
+PRE_TOOL_CALL: Final = _PreToolCallRule()
+PRE_LLM_REQUEST: Final = _PreLlmRequestRule()
+ON_LLM_RESPONSE: Final = _OnLlmResponseRule()
+ON_TOOL_ERROR: Final = _OnToolErrorRule()
+ON_INTERACTION: Final = _OnInteractionRule()
+PRE_COMPACTION: Final = _PreCompactionRule()
+INSPECT: Final = _INSPECT
+
+RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "on_session_start": _INSPECT,
     "on_session_end": _INSPECT,
-    "pre_turn": _PreTurnRule(),
+    "pre_turn": PRE_TURN,
     "post_turn": _INSPECT,
-    "pre_llm_request": _PreLlmRequestRule(),
-    "on_llm_response": _OnLlmResponseRule(),
-    "pre_tool_call": _PreToolCallRule(),
+    "pre_llm_request": PRE_LLM_REQUEST,
+    "on_llm_response": ON_LLM_RESPONSE,
+    "pre_tool_call": PRE_TOOL_CALL,
     "post_tool_call": _INSPECT,
-    "on_tool_error": _OnToolErrorRule(),
-    "on_interaction": _OnInteractionRule(),
+    "on_tool_error": ON_TOOL_ERROR,
+    "on_interaction": ON_INTERACTION,
+    "pre_compaction": PRE_COMPACTION,
     "on_compaction": _INSPECT,
 }

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar, final
 
-from hookscope.types import ToolCall
+from hookscope.types import HookscopeError, ToolCall
 
 __all__ = [
     "WILDCARD",
@@ -25,7 +25,7 @@ __all__ = [
 WILDCARD: Final = "*"
 
 
-class PolicyError(ValueError):
+class PolicyError(HookscopeError, ValueError):
     """A rule or a rule set cannot be enforced as written; the message says what to change."""
 
     __module__ = "hookscope.policy"

@@ -13,16 +13,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, final
 
-from hookscope._events import ALLOW
-from hookscope.context import OperationContext, SessionContext, TurnContext
+from hookscope._events import ALLOW, freeze_call
+from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.types import (
     Answer,
     ChatResponse,
     HookResult,
+    HookscopeError,
     LlmRequest,
     LlmResponse,
+    PolicyDecision,
     Question,
     RequestDecision,
     ResponseDecision,
@@ -31,13 +33,13 @@ from hookscope.types import (
 )
 
 if TYPE_CHECKING:
-    from hookscope.policy import PolicyDecision
+    # The runner creates scopes and scopes call back into it: a cycle only for the checker.
     from hookscope.runner import HookRunner
 
 __all__ = ["ScopeError", "SessionScope", "ToolOutcome", "TurnScope"]
 
 
-class ScopeError(RuntimeError):
+class ScopeError(HookscopeError, RuntimeError):
     """A scope was used in a way its state does not allow (e.g. a tool call in a blocked turn)."""
 
     __module__ = "hookscope.runner"
@@ -46,6 +48,10 @@ class ScopeError(RuntimeError):
 def is_cancellation(error: BaseException) -> bool:
     """Whether ``error`` ends a scope as cancelled rather than failed."""
     return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
+
+
+def _ended_by(error: BaseException) -> TurnOutcome:
+    return "cancelled" if is_cancellation(error) else "failed"
 
 
 def is_awaitable(value: object) -> bool:
@@ -108,9 +114,9 @@ class SessionScope:
         if self._state is not _OPEN:
             raise ScopeError(f"session {self.session_id} was already entered; open a new one")
         self._state = _ACTIVE
-        self._runner._scope_started(self.context)
         try:
-            await self._runner.dispatch_session_start(self.context)
+            self._runner.notifier.scope_started(self.context)
+            await self._runner.dispatch_on_session_start(self.context)
         except BaseException as error:
             await self._end(error)
             raise
@@ -132,9 +138,9 @@ class SessionScope:
             context.outcome = "cancelled" if is_cancellation(error) else "failed"
         self._state = _CLOSED
         try:
-            await self._runner.dispatch_session_end(context)
+            await self._runner.dispatch_on_session_end(context)
         finally:
-            self._runner._scope_ended(context, error)
+            self._runner.notifier.scope_ended(context, error)
 
     def turn(self, prompt: Any = None) -> TurnScope:
         """Open the session's next turn: ``async with session.turn(prompt) as turn``."""
@@ -177,11 +183,11 @@ class TurnScope:
             raise ScopeError(f"turn {self.context.turn_index} was already entered")
         self._state = _ACTIVE
         runner, context = self._runner, self.context
-        runner._scope_started(context)
         try:
+            runner.notifier.scope_started(context)
             self.result = await runner.dispatch_pre_turn(context, context.prompt)
         except BaseException as error:
-            self._close("failed", error)
+            self._close(_ended_by(error), error)
             raise
         return self
 
@@ -192,23 +198,21 @@ class TurnScope:
         traceback: TracebackType | None,
     ) -> None:
         if exc is not None:
-            self._close("failed", exc)
+            self._close(_ended_by(exc), exc)
         elif not self.allowed:
             self._close("blocked", None)
         else:
             try:
                 await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
             except BaseException as error:
-                self._close("failed", error)
+                self._close(_ended_by(error), error)
                 raise
             self._close("completed", None)
 
-    def _close(
-        self, outcome: Literal["completed", "blocked", "failed"], error: BaseException | None
-    ) -> None:
+    def _close(self, outcome: TurnOutcome, error: BaseException | None) -> None:
         self._state = _CLOSED
         self.context.outcome = outcome
-        self._runner._scope_ended(self.context, error)
+        self._runner.notifier.scope_ended(self.context, error)
 
     def _require_active(self, action: str) -> None:
         if self._state is not _ACTIVE:
@@ -239,29 +243,31 @@ class TurnScope:
             ScopeError: the turn is blocked or closed.
         """
         self._require_active("call a tool")
-        runner = self._runner
+        notifier = self._runner.notifier
         operation = OperationContext(self.context, "tool", call, call.id)
-        runner._scope_started(operation)
         try:
+            notifier.scope_started(operation)
             outcome = await self._run_tool(operation, call, fn)
         except BaseException as error:
-            runner._scope_ended(operation, error)
+            notifier.scope_ended(operation, error)
             raise
-        runner._scope_ended(operation, None)
+        notifier.scope_ended(operation, None)
         return outcome
 
     async def _run_tool(
         self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
     ) -> ToolOutcome:
         runner = self._runner
-        verdict, effective, decided_by = await runner._dispatch("pre_tool_call", operation, call)
+        decided = await runner.dispatch("pre_tool_call", operation, freeze_call(call))
+        verdict: HookResult = decided.result
+        effective: ToolCall = decided.data
         if not verdict.allow:
             return ToolOutcome(
                 allowed=False,
                 call=effective,
                 message=verdict.message,
                 decision=verdict.decision,
-                decided_by=decided_by,
+                decided_by=decided.decided_by,
             )
         started = perf_counter()
         try:
@@ -269,7 +275,8 @@ class TurnScope:
             if value is not None and is_awaitable(value):
                 value = await value
         except Exception as error:
-            recovery, _, recovered_by = await runner._dispatch("on_tool_error", operation, error)
+            recovered = await runner.dispatch("on_tool_error", operation, error)
+            recovery = recovered.result
             if recovery is None:
                 raise  # the tool's own exception, unchanged
             return ToolOutcome(
@@ -280,25 +287,41 @@ class TurnScope:
                 recovered=True,
                 message=recovery.message,
                 decision=verdict.decision,
-                decided_by=recovered_by,
+                decided_by=recovered.decided_by,
             )
         result = ToolResult(effective, value, perf_counter() - started)
-        await runner._dispatch("post_tool_call", operation, result)
-        return ToolOutcome(allowed=True, call=effective, value=value, decision=verdict.decision)
+        await runner.dispatch_post_tool_call(operation, result)
+        return ToolOutcome(
+            allowed=True,
+            call=effective,
+            value=value,
+            decision=verdict.decision,
+            decided_by=decided.decided_by,
+        )
 
     async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
         """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""
         self._require_active("ask")
         runner = self._runner
         operation = OperationContext(self.context, "interaction")
-        runner._scope_started(operation)
         try:
+            runner.notifier.scope_started(operation)
             answers = await runner.dispatch_on_interaction(operation, questions)
         except BaseException as error:
-            runner._scope_ended(operation, error)
+            runner.notifier.scope_ended(operation, error)
             raise
-        runner._scope_ended(operation, None)
+        runner.notifier.scope_ended(operation, None)
         return answers
+
+    async def summarize(self, messages: Sequence[Any]) -> str | None:
+        """Ask the ``pre_compaction`` hooks for a summary of ``messages``.
+
+        Returns:
+            The first hook's summary, or ``None`` when no hook supplies one (the agent
+            summarizes itself). Pass the summary used to :meth:`compact` afterwards.
+        """
+        self._require_active("summarize")
+        return await self._runner.dispatch_pre_compaction(self.context, messages)
 
     async def compact(self, summary: str) -> None:
         """Tell ``on_compaction`` hooks the agent compacted its context into ``summary``."""

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 SessionOutcome = Literal["completed", "failed", "cancelled"]
-TurnOutcome = Literal["completed", "blocked", "failed"]
+TurnOutcome = Literal["completed", "blocked", "failed", "cancelled"]
 OperationKind = Literal["tool", "interaction"]
 
 _MISSING: Final = object()
@@ -38,11 +38,14 @@ class HookContext:
         parent: The enclosing context, or ``None`` for a root.
     """
 
-    __slots__ = ("__weakref__", "_parent", "_values")
+    __slots__ = ("__weakref__", "_parent", "_values", "observed")
 
     def __init__(self, parent: HookContext | None = None) -> None:
         self._parent = parent
         self._values: dict[str, Any] = {}
+        #: Per-observer state for this scope, keyed by the observer (telemetry keeps its span
+        #: record here); ``None`` until an observer stores something. Hooks leave it alone.
+        self.observed: dict[object, Any] | None = None
 
     @property
     def parent(self) -> HookContext | None:
@@ -89,14 +92,23 @@ class SessionContext(HookContext):
     Args:
         session_id: Unique id of the session.
         agent_name: Name of the agent running it; empty when the agent did not say.
+        provider: The model provider the agent talks to (``gen_ai.provider.name``), if known.
     """
 
-    __slots__ = ("agent_name", "conversation_id", "outcome", "session_id", "turn_count")
+    __slots__ = (
+        "agent_name",
+        "conversation_id",
+        "outcome",
+        "provider",
+        "session_id",
+        "turn_count",
+    )
 
-    def __init__(self, session_id: str, agent_name: str = "") -> None:
+    def __init__(self, session_id: str, agent_name: str = "", provider: str | None = None) -> None:
         super().__init__(None)
         self.session_id = session_id
         self.agent_name = agent_name
+        self.provider = provider
         self.turn_count = 0
         #: The agent framework's own id for the conversation, when it has one (it may become
         #: known only after the session started); telemetry reports it as

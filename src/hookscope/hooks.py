@@ -9,8 +9,10 @@
    with :class:`~hookscope.context.HookContext` (or one of its subclasses).
 
 Every hook has a ``name`` (the class or function name unless set), an optional ``timeout`` in
-seconds (async hooks only) and ``fail_open``: a decide hook that raises or times out denies by
-default; ``fail_open=True`` lets the dispatch go on as if it had allowed.
+seconds (async hooks only), ``fail_open``: a decide hook that raises or times out denies by
+default; ``fail_open=True`` lets the dispatch go on as if it had allowed — and, for tool events,
+a ``matcher`` (:class:`~hookscope.matching.HookMatcher` or a tools pattern) that selects the calls
+the hook sees.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "CategoryHook",
     "Hook",
     "HookEvent",
+    "HookType",
     "OnCompactionHook",
     "OnInteractionHook",
     "OnSessionEndHook",
@@ -49,6 +52,7 @@ __all__ = [
     "OnToolErrorHook",
     "PostToolCallHook",
     "PostTurnHook",
+    "PreCompactionHook",
     "PreToolCallDecideHook",
     "PreTurnHook",
     "on_compaction",
@@ -58,6 +62,7 @@ __all__ = [
     "on_tool_error",
     "post_tool_call",
     "post_turn",
+    "pre_compaction",
     "pre_tool_call_decide",
     "pre_turn",
 ]
@@ -73,6 +78,7 @@ HookEvent = Literal[
     "post_tool_call",
     "on_tool_error",
     "on_interaction",
+    "pre_compaction",
     "on_compaction",
 ]
 
@@ -86,6 +92,9 @@ T = TypeVar("T")
 MaybeAwaitable: TypeAlias = T | Awaitable[T]
 
 
+HookType = Literal["python", "command", "prompt"]
+
+
 class _HookOptions:
     """Options every hook style shares; set them as class attributes or on the instance."""
 
@@ -95,6 +104,12 @@ class _HookOptions:
     timeout: float | None = None
     #: For decide hooks: when the hook fails, go on as if it allowed instead of denying.
     fail_open: bool = False
+    #: For tool events: which calls the hook sees (a :class:`~hookscope.matching.HookMatcher`
+    #: or a tools pattern such as ``"run_command|bash"``); ``None`` for every call.
+    matcher: Any = None
+    #: What runs: in-process Python, or (for the hook engine) an external command or a model
+    #: prompt. Runs of non-Python hooks are reported to observers (``execute_hook`` spans).
+    hook_type: HookType = "python"
 
 
 class Hook(_HookOptions):
@@ -159,6 +174,16 @@ class Hook(_HookOptions):
         """The agent asks its user; return answers to reply in the user's place."""
         return None
 
+    def pre_compaction(
+        self, context: TurnContext, messages: Sequence[Any]
+    ) -> MaybeAwaitable[str | None]:
+        """The agent is about to compact ``messages``; return a summary to supply it.
+
+        The first hook that returns a string supplies the summary; ``None`` leaves it to the
+        next hook (and, when nobody answers, to the agent).
+        """
+        return None
+
     def on_compaction(self, context: TurnContext, summary: str) -> MaybeAwaitable[None]:
         """The agent compacted its context into ``summary``."""
 
@@ -220,6 +245,12 @@ class OnInteractionHook(CategoryHook):
     """``run(context: OperationContext, data: Sequence[Question]) -> answers | None``."""
 
     event = "on_interaction"
+
+
+class PreCompactionHook(CategoryHook):
+    """``run(context: TurnContext, data: messages) -> summary | None``."""
+
+    event = "pre_compaction"
 
 
 class OnCompactionHook(CategoryHook):
@@ -321,7 +352,12 @@ class HookDecorator(Protocol):
     def __call__(self, func: Callable[..., Any], /) -> CategoryHook: ...
     @overload
     def __call__(
-        self, *, name: str = "", timeout: float | None = None, fail_open: bool = False
+        self,
+        *,
+        name: str = "",
+        timeout: float | None = None,
+        fail_open: bool = False,
+        matcher: Any = None,
     ) -> Callable[[Callable[..., Any]], CategoryHook]: ...
 
 
@@ -336,6 +372,7 @@ def _decorator(category: type, decorator_name: str) -> HookDecorator:
         name: str = "",
         timeout: float | None = None,
         fail_open: bool = False,
+        matcher: Any = None,
     ) -> Any:
         def wrap(f: Callable[..., Any]) -> CategoryHook:
             if not callable(f):
@@ -344,6 +381,7 @@ def _decorator(category: type, decorator_name: str) -> HookDecorator:
             hook.name = name or getattr(f, "__name__", "") or type(f).__name__
             hook.timeout = timeout
             hook.fail_open = fail_open
+            hook.matcher = matcher
             return hook
 
         return wrap if func is None else wrap(func)
@@ -351,7 +389,8 @@ def _decorator(category: type, decorator_name: str) -> HookDecorator:
     decorate.__name__ = decorate.__qualname__ = decorator_name
     decorate.__doc__ = (
         f"Make a function a ``{event}`` hook; use bare or with ``name``, ``timeout``, "
-        f"``fail_open``. See :class:`{category.__name__}` for what it receives and returns."
+        f"``fail_open``, ``matcher``. See :class:`{category.__name__}` for what it receives "
+        "and returns."
     )
     return typing.cast(HookDecorator, decorate)
 
@@ -364,4 +403,5 @@ pre_tool_call_decide = _decorator(PreToolCallDecideHook, "pre_tool_call_decide")
 post_tool_call = _decorator(PostToolCallHook, "post_tool_call")
 on_tool_error = _decorator(OnToolErrorHook, "on_tool_error")
 on_interaction = _decorator(OnInteractionHook, "on_interaction")
+pre_compaction = _decorator(PreCompactionHook, "pre_compaction")
 on_compaction = _decorator(OnCompactionHook, "on_compaction")

@@ -33,7 +33,6 @@ folding, no Unicode normalisation, no patterns other than ``*`` and ``server/*``
 
 from __future__ import annotations
 
-import enum
 import inspect
 import logging
 import os
@@ -53,7 +52,7 @@ from hookscope._rules import (
 )
 from hookscope.context import OperationContext
 from hookscope.hooks import Hook
-from hookscope.types import HookResult, ToolCall
+from hookscope.types import Decision, HookResult, PolicyDecision, ToolCall
 
 logger = logging.getLogger("hookscope")
 
@@ -90,17 +89,6 @@ AskHandler = Callable[[ToolCall], bool | Awaitable[bool]]
 WORKSPACE_TOOLS: Final = ("view_file", "create_file", "edit_file", "write_to_file")
 #: The argument names :func:`workspace_only` reads paths from unless told otherwise.
 WORKSPACE_PATH_ARGS: Final = ("AbsolutePath", "TargetFile", "path", "file_path")
-
-
-class Decision(str, enum.Enum):
-    """What a rule decides when it matches."""
-
-    ALLOW = "allow"
-    DENY = "deny"
-    ASK_USER = "ask_user"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _DECISION_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
@@ -311,30 +299,6 @@ def ask_user_mcp(
 
 
 # --- decisions ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyDecision:
-    """Why a call was allowed or denied.
-
-    Args:
-        decision: What the deciding rule decides (``DENY`` when its condition failed);
-            ``ALLOW`` when no rule matched.
-        outcome: ``"allowed"`` or ``"denied"``: what happens to the call.
-        rule: The deciding rule's name, or ``None`` when no rule matched.
-        bucket: The deciding rule's bucket (0 to 8), or ``None`` when no rule matched.
-        reason: A sentence saying why.
-        asked_user: Whether an ask handler was called.
-        user_approved: The handler's answer; ``None`` when not asked or it gave no answer.
-    """
-
-    decision: Decision
-    outcome: Literal["allowed", "denied"]
-    rule: str | None
-    bucket: int | None
-    reason: str
-    asked_user: bool = False
-    user_approved: bool | None = None
 
 
 def _result(decision: PolicyDecision) -> HookResult:

@@ -1,26 +1,32 @@
 """HookRunner: registration, the one dispatch loop, scopes and observers.
 
-Every lifecycle event goes through :meth:`HookRunner._dispatch`. What differs between events
-— when to stop, what a hook's return value means, what a failing hook means — is data: a rule
+Every lifecycle event goes through :meth:`HookRunner.dispatch`. What differs between events —
+when to stop, what a hook's return value means, what a failing hook means — is data: a rule
 attached to the event (:mod:`hookscope._events`), never code at the call site. The scopes an
 agent loop drives the runner through live in :mod:`hookscope._scopes`, re-exported here.
 
 Observers (``runner.observe(observer)``) are told of every dispatch, every hook's result and
-duration, and of every scope opening and closing; they cannot change anything. Telemetry is
-one such observer.
+duration, every scope opening and closing, and every run of a command or prompt hook, through
+the runner's one :class:`~hookscope._notify.Notifier`; they cannot change anything. Telemetry
+is one such observer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextlib
+import contextvars
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
-from typing import Any, Final, final
+from typing import Any, Final, Generic, TypeVar, cast, final
 
-from hookscope._events import RULES, Fold, HookFailure, HookTimeoutError, Rule
+from hookscope import _events as rules
+from hookscope._events import RULES, Fold, HookFailure, HookTimeoutError, Rule, freeze_call
+from hookscope._notify import OBSERVER_METHODS, HookRun, Notifier
+from hookscope._registry import Registration, Table, not_a_hook, registrations
 from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
 from hookscope.context import (
     HookContext,
@@ -28,13 +34,15 @@ from hookscope.context import (
     SessionContext,
     TurnContext,
 )
-from hookscope.hooks import EVENTS, CategoryHook, Hook, HookEvent, _FunctionHook
+from hookscope.hooks import CategoryHook, Hook, HookEvent
 from hookscope.types import (
     Answer,
     ChatResponse,
+    Decision,
     HookResult,
     LlmRequest,
     LlmResponse,
+    PolicyDecision,
     Question,
     Recovery,
     RequestDecision,
@@ -44,17 +52,31 @@ from hookscope.types import (
 )
 
 __all__ = [
+    "Dispatch",
     "DispatchObserver",
     "HookFailure",
+    "HookRun",
     "HookRunner",
     "HookTimeoutError",
     "ScopeError",
     "SessionScope",
     "ToolOutcome",
     "TurnScope",
+    "current_hook_run",
 ]
 
 logger = logging.getLogger("hookscope")
+
+R = TypeVar("R")
+
+_CURRENT_RUN: Final[contextvars.ContextVar[HookRun | None]] = contextvars.ContextVar(
+    "hookscope_hook_run", default=None
+)
+
+
+def current_hook_run() -> HookRun | None:
+    """The run of the command or prompt hook being called, for it to report attributes."""
+    return _CURRENT_RUN.get()
 
 
 class DispatchObserver:
@@ -64,7 +86,8 @@ class DispatchObserver:
     task that dispatches, and must not block. An observer that raises is logged once and
     otherwise ignored. ``scope_started``/``scope_ended`` are called in the scope's own task,
     properly nested, so an observer may attach a ``contextvars`` value on start and reset it
-    on end (OTelHook makes each scope's span current this way).
+    on end (OTelHook makes each scope's span current this way); ``hook_run_started`` and
+    ``hook_run_finished`` bracket each run of a command or prompt hook the same way.
     """
 
     def scope_started(self, context: HookContext) -> None:
@@ -97,121 +120,33 @@ class DispatchObserver:
     ) -> None:
         """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
 
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook is about to run (``execute_hook`` spans start here)."""
 
-# --- registration -----------------------------------------------------------------------
-
-
-@final
-class _Registration:
-    """One hook registered for one event, with everything the loop needs precomputed."""
-
-    __slots__ = ("call", "fail_open", "failed_before", "is_async", "name", "timeout")
-
-    def __init__(
-        self,
-        name: str,
-        call: Callable[[Any, Any], Any],
-        is_async: bool,
-        timeout: float | None,
-        fail_open: bool,
-    ) -> None:
-        self.name = name
-        self.call = call
-        self.is_async = is_async
-        self.timeout = timeout
-        self.fail_open = fail_open
-        self.failed_before = False  # log a hook's first failure in full, later ones briefly
-
-
-def _hook_name(hook: object) -> str:
-    return getattr(hook, "name", "") or type(hook).__name__
-
-
-def _context_only(method: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
-    return lambda context, data: method(context)
-
-
-def _registrations(hook: object) -> list[tuple[HookEvent, _Registration]]:
-    """The (event, registration) pairs ``hook`` provides; empty when it is no hook."""
-    name = _hook_name(hook)
-    timeout = getattr(hook, "timeout", None)
-    fail_open = bool(getattr(hook, "fail_open", False))
-    found: list[tuple[HookEvent, Callable[[Any, Any], Any], bool]] = []
-    if isinstance(hook, Hook):
-        for event in EVENTS:
-            # Only overridden methods are registered: unused no-ops cost nothing per dispatch.
-            if getattr(type(hook), event) is getattr(Hook, event):
-                continue
-            method = getattr(hook, event)
-            is_async = inspect.iscoroutinefunction(method)
-            if event in ("on_session_start", "on_session_end"):
-                found.append((event, _context_only(method), is_async))
-            else:
-                found.append((event, method, is_async))
-    elif isinstance(hook, _FunctionHook):
-        found.append((hook.event, hook.call, hook.call_is_async))
-    elif isinstance(hook, CategoryHook):
-        found.append((hook.event, hook.run, inspect.iscoroutinefunction(hook.run)))
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(f"hook {name!r}: timeout must be a positive number, got {timeout!r}")
-        for event, _, is_async in found:
-            if not is_async:
-                raise TypeError(
-                    f"hook {name!r}: timeout={timeout!r} needs an async {event} (async def); "
-                    "a synchronous hook cannot be interrupted"
-                )
-    return [
-        (event, _Registration(name, call, is_async, timeout, fail_open))
-        for event, call, is_async in found
-    ]
+    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook finished; ``run`` holds its verdict and attributes."""
 
 
 @final
-class _Observers:
-    """The registered observers' bound methods, resolved once per ``observe``."""
+class Dispatch(Generic[R]):
+    """What one dispatch produced.
 
-    __slots__ = (
-        "_failed",
-        "dispatch_finished",
-        "dispatch_started",
-        "hook_finished",
-        "scope_ended",
-        "scope_started",
-    )
+    Args:
+        result: The event's verdict or answer (``HookResult``, ``Recovery`` …).
+        data: The data as the last hook saw it (the effective ``ToolCall`` for
+            ``pre_tool_call``, the final request for ``pre_llm_request``).
+        decided_by: The hook that stopped the dispatch (or asked), ``None`` when none did.
+    """
 
-    def __init__(self, observers: Sequence[object]) -> None:
-        def bound(method: str) -> tuple[Callable[..., None], ...]:
-            return tuple(m for o in observers if (m := getattr(o, method, None)) is not None)
+    __slots__ = ("data", "decided_by", "result")
 
-        self.scope_started = bound("scope_started")
-        self.scope_ended = bound("scope_ended")
-        self.dispatch_started = bound("dispatch_started")
-        self.hook_finished = bound("hook_finished")
-        self.dispatch_finished = bound("dispatch_finished")
-        self._failed: set[int] = set()
+    def __init__(self, result: R, data: Any, decided_by: str | None) -> None:
+        self.result = result
+        self.data = data
+        self.decided_by = decided_by
 
-    def notify(self, callbacks: tuple[Callable[..., None], ...], *args: Any) -> None:
-        for callback in callbacks:
-            try:
-                callback(*args)
-            except Exception:
-                self.failed(callback)
-
-    def failed(self, callback: Callable[..., None]) -> None:
-        """Log an observer's first failure, then stay quiet: it must never break the agent.
-
-        Call from the ``except`` block that caught the failure.
-        """
-        key = id(getattr(callback, "__self__", callback))
-        if key not in self._failed:
-            self._failed.add(key)
-            logger.exception(
-                "dispatch observer %r failed; its further failures are not logged", callback
-            )
-
-
-_OBSERVER_METHODS: Final = ("dispatch_started", "hook_finished", "dispatch_finished")
+    def __repr__(self) -> str:
+        return f"Dispatch(result={self.result!r}, decided_by={self.decided_by!r})"
 
 
 # --- the runner -------------------------------------------------------------------------
@@ -232,14 +167,17 @@ class HookRunner:
                 outcome = await turn.call_tool(ToolCall("view_file", {"path": p}), view_file)
     """
 
-    __slots__ = ("_hooks", "_observer_list", "_observers")
+    __slots__ = ("_entries", "_table", "notifier")
 
     def __init__(self, hooks: Iterable[object] = ()) -> None:
-        self._hooks: dict[HookEvent, tuple[_Registration, ...]] = {event: () for event in EVENTS}
-        self._observer_list: tuple[object, ...] = ()
-        self._observers: _Observers | None = None
+        self._entries: tuple[tuple[object, list[tuple[HookEvent, Registration]]], ...] = ()
+        self._table = Table.build(())
+        #: The one notifier observers are told through; adapters report through it too.
+        self.notifier = Notifier()
         for hook in hooks:
             self.register(hook)
+
+    # --- registration ---
 
     def register(self, hook: object) -> None:
         """Register ``hook`` after those already registered.
@@ -250,25 +188,71 @@ class HookRunner:
         as ``OTelHook``), which is observed wherever it stands in the list.
 
         Raises:
-            TypeError: ``hook`` is none of these, or a synchronous hook asks for a timeout.
-            ValueError: ``hook.timeout`` is not a positive number.
+            TypeError: ``hook`` is none of these, a synchronous hook asks for a timeout, or
+                the object has another SDK's lifecycle methods and none of ours.
+            ValueError: an option (``timeout``, ``fail_open``, ``matcher``) is invalid.
         """
-        registrations = _registrations(hook)
-        is_observer = isinstance(hook, DispatchObserver)
-        if not registrations and not is_observer and not isinstance(hook, (Hook, CategoryHook)):
-            raise TypeError(_not_a_hook(hook))
-        for event, registration in registrations:
-            # Copy-on-write: dispatches in flight keep iterating the tuple they started with.
-            self._hooks[event] = (*self._hooks[event], registration)
-        if is_observer:
-            self.observe(hook)
+        self._swap((), (hook,))
+
+    def unregister(self, hook: object) -> None:
+        """Remove ``hook`` (registered or observed); dispatches in flight are not affected.
+
+        Raises:
+            ValueError: ``hook`` is not registered with this runner.
+        """
+        self._swap((hook,), ())
+
+    def replace(self, old: Iterable[object], new: Iterable[object]) -> None:
+        """Swap the hooks ``old`` for ``new`` in one step, where ``old`` stood.
+
+        A dispatch in flight finishes with the table it started with; the next one sees the
+        new table — never a mix. When ``new`` is invalid nothing changes.
+
+        Raises:
+            ValueError: a hook of ``old`` is not registered, or a hook of ``new`` is invalid.
+            TypeError: a hook of ``new`` is no hook.
+        """
+        self._swap(tuple(old), tuple(new))
+
+    def _swap(self, old: tuple[object, ...], new: tuple[object, ...]) -> None:
+        # Everything is validated before anything changes: a bad hook leaves the table intact.
+        entries = list(self._entries)
+        position = len(entries)
+        for hook in old:
+            index = next((i for i, (h, _) in enumerate(entries) if h is hook), None)
+            if index is None:
+                raise ValueError(f"{hook!r} is not registered with this runner")
+            del entries[index]
+            position = min(position, index)
+        fresh: list[tuple[object, list[tuple[HookEvent, Registration]]]] = []
+        for hook in new:
+            if any(h is hook for h, _ in entries) or any(h is hook for h, _ in fresh):
+                raise ValueError(f"{hook!r} is already registered with this runner")
+            pairs = registrations(hook)
+            is_observer = _is_observer(hook)
+            if not pairs and not is_observer and not isinstance(hook, (Hook, CategoryHook)):
+                raise TypeError(not_a_hook(hook))
+            if is_observer:
+                _check_observer(hook)
+            fresh.append((hook, pairs))
+        entries[position:position] = fresh
+        self._entries = tuple(entries)
+        self._table = Table.build(self._entries)
+        observers = [h for h, _ in self._entries if _is_observer(h)]
+        extra = [o for o in self.notifier.observers if not any(o is h for h, _ in self._entries)]
+        self.notifier = Notifier([*observers, *extra])
+
+    @property
+    def hooks(self) -> tuple[object, ...]:
+        """The registered hooks (and observers registered as hooks), in dispatch order."""
+        return self._table.hooks
 
     def observe(self, observer: object) -> Callable[[], None]:
         """Tell ``observer`` of every dispatch and scope from now on.
 
         Args:
             observer: A :class:`DispatchObserver`, or any object with its three dispatch
-                methods (``scope_started``/``scope_ended`` are optional).
+                methods (the scope and hook-run methods are optional).
 
         Returns:
             A function that stops the observation; calling it again does nothing.
@@ -280,90 +264,150 @@ class HookRunner:
             TypeError: ``observer`` lacks a dispatch method.
             ValueError: ``observer`` is already observed.
         """
-        if any(o is observer for o in self._observer_list):
+        if any(o is observer for o in self.notifier.observers):
             # Twice observed, it would open every scope twice and leave one span unended.
             raise ValueError(f"{observer!r} is already observed by this runner")
-        missing = [m for m in _OBSERVER_METHODS if not callable(getattr(observer, m, None))]
-        if missing:
-            raise TypeError(
-                f"cannot observe {observer!r}: it has no {', '.join(missing)}; "
-                "subclass hookscope.runner.DispatchObserver"
-            )
-        self._set_observers((*self._observer_list, observer))
+        _check_observer(observer)
+        self.notifier = Notifier([*self.notifier.observers, observer])
 
         def undo() -> None:
-            if any(o is observer for o in self._observer_list):
-                self._set_observers(tuple(o for o in self._observer_list if o is not observer))
+            current = self.notifier.observers
+            if any(o is observer for o in current):
+                self.notifier = Notifier([o for o in current if o is not observer])
 
         return undo
 
-    def _set_observers(self, observers: tuple[object, ...]) -> None:
-        self._observer_list = observers
-        self._observers = _Observers(observers) if observers else None
-
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
-        return tuple(r.name for r in self._hooks[event])
+        return tuple(r.name for r in self._table.by_event[event])
 
     # --- the dispatch loop ---
 
-    async def _dispatch(
-        self, event: HookEvent, context: HookContext, data: Any
-    ) -> tuple[Any, Any, str | None]:
-        """Run ``event``'s hooks; return (result, data as the last hook saw it, decided_by)."""
-        rule = RULES[event]
-        registrations = self._hooks[event]
-        observers = self._observers
-        if observers is None:
-            if not registrations:
-                return rule.default, data, None
-        else:
-            for callback in observers.dispatch_started:
-                try:
-                    callback(event, context, data)
-                except Exception:
-                    observers.failed(callback)
+    async def dispatch(self, event: HookEvent, context: HookContext, data: Any) -> Dispatch[Any]:
+        """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2).
+
+        For adapters and scopes; agent loops use the scopes or the typed ``dispatch_*``
+        coroutines.
+        """
+        return await self._run(RULES[event], event, context, data)
+
+    async def _run(
+        self, rule: Rule[R], event: HookEvent, context: HookContext, data: Any
+    ) -> Dispatch[R]:
+        registrations = self._table.by_event[event]
+        notifier = self.notifier
+        observed = notifier.active
+        if not observed and not registrations:
+            return Dispatch(rule.default, data, None)
+        if observed:
+            notifier.dispatch_started(event, context, data)
         fold = Fold(data, rule.default)
         decided_by: str | None = None
+        tentative: str | None = None
         started = 0.0
         for registration in registrations:
-            if observers is not None:
+            matcher = registration.matcher
+            if matcher is not None and not matcher.matches(_call_of(context, fold.data), context):
+                continue
+            if observed:
                 started = perf_counter()
             error: Exception | None = None
             try:
-                if registration.timeout is None:
+                if registration.traced:
+                    value = await self._call_traced(registration, event, context, fold.data)
+                elif registration.timeout is None:
                     value = registration.call(context, fold.data)
                     if registration.is_async or (value is not None and is_awaitable(value)):
                         value = await value
                 else:
                     value = await _with_timeout(registration, context, fold.data)
                 # ``None`` never stops a dispatch nor breaks a rule: skip the rule for it.
-                stop = value is not None and rule.step(fold, value)
+                step = rules.GO_ON if value is None else rule.step(fold, value)
             except Exception as exc:
                 value, error = None, exc
-                stop = self._hook_failed(rule, registration, event, fold, exc)
-            if observers is not None:
-                duration = perf_counter() - started
-                for callback in observers.hook_finished:
-                    try:
-                        callback(event, registration.name, context, value, error, duration)
-                    except Exception:
-                        observers.failed(callback)
-            if stop:
+                failed_closed = self._hook_failed(rule, registration, event, fold, exc)
+                step = rules.STOP if failed_closed else rules.GO_ON
+            if observed:
+                notifier.hook_finished(
+                    event, registration.name, context, value, error, perf_counter() - started
+                )
+            if step == rules.STOP:
                 decided_by = registration.name
                 break
+            if step == rules.TENTATIVE and tentative is None:
+                tentative = registration.name
         result = rule.finish(fold)
-        if observers is not None:
-            for callback in observers.dispatch_finished:
-                try:
-                    callback(event, context, fold.data, result, decided_by)
-                except Exception:
-                    observers.failed(callback)
-        return result, fold.data, decided_by
+        if decided_by is None:
+            decided_by = tentative
+        if rule.confirms and isinstance(result, HookResult) and result.confirm:
+            result = cast(R, await self._confirm(context, result))
+        if observed:
+            notifier.dispatch_finished(event, context, fold.data, result, decided_by)
+        return Dispatch(result, fold.data, decided_by)
+
+    async def _call_traced(
+        self, registration: Registration, event: HookEvent, context: HookContext, data: Any
+    ) -> Any:
+        """Call a command or prompt hook inside a :class:`HookRun` that observers see."""
+        run = HookRun(event, registration.name, registration.hook_type)
+        token = _CURRENT_RUN.set(run)
+        notifier = self.notifier
+        if notifier.active:
+            notifier.hook_run_started(run, context)
+        try:
+            if registration.timeout is None:
+                value = registration.call(context, data)
+                if registration.is_async or (value is not None and is_awaitable(value)):
+                    value = await value
+            else:
+                value = await _with_timeout(registration, context, data)
+            run.verdict = _verdict(value)
+            return value
+        except BaseException as error:
+            run.error = error
+            raise
+        finally:
+            run.duration_s = perf_counter() - run.started
+            _CURRENT_RUN.reset(token)
+            if notifier.active:
+                notifier.hook_run_finished(run, context)
+
+    async def _confirm(self, context: HookContext, asked: HookResult) -> HookResult:
+        """Settle a pending ask: put a confirm question to the ``on_interaction`` hooks.
+
+        Only an answer ``"allow"`` lets the call run; no answer, another answer or a failing
+        hook denies (fail closed).
+        """
+        call = context.call if isinstance(context, OperationContext) else None
+        text = asked.message or (
+            f"allow the call to {call.name!r}?" if call is not None else "allow this call?"
+        )
+        question = Question(text=text, options=("allow", "deny"), id="confirm", kind="confirm")
+        asking = await self._run(rules.ON_INTERACTION, "on_interaction", context, (question,))
+        answers = asking.result
+        reply = next((a for a in answers or () if a.question_id in ("", question.id)), None)
+        approved = reply is not None and reply.text == "allow"
+        policy = asked.decision
+        reason = asked.message or text
+        decision = PolicyDecision(
+            decision=Decision.ASK_USER,
+            outcome="allowed" if approved else "denied",
+            rule=policy.rule if policy is not None else None,
+            bucket=policy.bucket if policy is not None else None,
+            reason=reason,
+            asked_user=True,
+            user_approved=None if reply is None else approved,
+        )
+        if approved:
+            return HookResult(
+                allow=True, message=reason, modified_args=asked.modified_args, decision=decision
+            )
+        why = "the user did not confirm" if reply is None else f"the user answered {reply.text!r}"
+        return HookResult(allow=False, message=f"{reason} ({why})", decision=decision)
 
     @staticmethod
     def _hook_failed(
-        rule: Rule, registration: _Registration, event: HookEvent, fold: Fold, error: Exception
+        rule: Rule[Any], registration: Registration, event: HookEvent, fold: Fold, error: Exception
     ) -> bool:
         """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
         closes = rule.kind == "decide" and not registration.fail_open
@@ -387,87 +431,153 @@ class HookRunner:
 
     # --- low-level dispatch, one coroutine per event (for adapters) ---
 
-    async def dispatch_session_start(self, context: SessionContext) -> None:
+    async def dispatch_on_session_start(self, context: SessionContext) -> None:
         """Run every ``on_session_start`` hook."""
-        await self._dispatch("on_session_start", context, None)
+        await self._run(rules.INSPECT, "on_session_start", context, None)
+
+    async def dispatch_on_session_end(self, context: SessionContext) -> None:
+        """Run every ``on_session_end`` hook."""
+        await self._run(rules.INSPECT, "on_session_end", context, None)
+
+    async def dispatch_session_start(self, context: SessionContext) -> None:
+        """Deprecated alias of :meth:`dispatch_on_session_start` (removed in 0.3)."""
+        _deprecated("dispatch_session_start", "dispatch_on_session_start")
+        await self.dispatch_on_session_start(context)
 
     async def dispatch_session_end(self, context: SessionContext) -> None:
-        """Run every ``on_session_end`` hook."""
-        await self._dispatch("on_session_end", context, None)
+        """Deprecated alias of :meth:`dispatch_on_session_end` (removed in 0.3)."""
+        _deprecated("dispatch_session_end", "dispatch_on_session_end")
+        await self.dispatch_on_session_end(context)
 
     async def dispatch_pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
         """Run ``pre_turn`` hooks until one denies; return the deciding result."""
-        return (await self._dispatch("pre_turn", context, prompt))[0]  # type: ignore[no-any-return]
+        return (await self._run(rules.PRE_TURN, "pre_turn", context, prompt)).result
 
     async def dispatch_post_turn(self, context: TurnContext, response: ChatResponse) -> None:
         """Run every ``post_turn`` hook."""
-        await self._dispatch("post_turn", context, response)
+        await self._run(rules.INSPECT, "post_turn", context, response)
 
     async def dispatch_pre_llm_request(
         self, context: TurnContext, request: LlmRequest
     ) -> RequestDecision:
         """Run ``pre_llm_request`` hooks, chaining modifications, until one blocks."""
-        return (await self._dispatch("pre_llm_request", context, request))[0]  # type: ignore[no-any-return]
+        return (await self._run(rules.PRE_LLM_REQUEST, "pre_llm_request", context, request)).result
 
     async def dispatch_on_llm_response(
         self, context: TurnContext, response: LlmResponse
     ) -> ResponseDecision:
         """Run ``on_llm_response`` hooks until one does not accept."""
-        return (await self._dispatch("on_llm_response", context, response))[0]  # type: ignore[no-any-return]
+        return (await self._run(rules.ON_LLM_RESPONSE, "on_llm_response", context, response)).result
 
     async def dispatch_pre_tool_call(
         self, context: OperationContext, call: ToolCall
     ) -> tuple[HookResult, ToolCall]:
         """Run ``pre_tool_call`` hooks until one denies, merging ``modified_args`` in order.
 
+        A pending :meth:`HookResult.ask` is settled with the ``on_interaction`` hooks before
+        this returns.
+
         Returns:
-            The deciding result and the effective call (with every merged modification).
+            The deciding result and the effective call (read-only arguments, with every
+            merged modification).
         """
-        result, effective, _ = await self._dispatch("pre_tool_call", context, call)
-        return result, effective
+        frozen = freeze_call(call)
+        dispatched = await self._run(rules.PRE_TOOL_CALL, "pre_tool_call", context, frozen)
+        return dispatched.result, dispatched.data
 
     async def dispatch_post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
         """Run every ``post_tool_call`` hook."""
-        await self._dispatch("post_tool_call", context, result)
+        await self._run(rules.INSPECT, "post_tool_call", context, result)
 
     async def dispatch_on_tool_error(
         self, context: OperationContext, error: Exception
     ) -> Recovery | None:
         """Run ``on_tool_error`` hooks until one returns a :class:`Recovery`."""
-        return (await self._dispatch("on_tool_error", context, error))[0]  # type: ignore[no-any-return]
+        return (await self._run(rules.ON_TOOL_ERROR, "on_tool_error", context, error)).result
 
     async def dispatch_on_interaction(
         self, context: OperationContext, questions: Sequence[Question]
     ) -> Sequence[Answer] | None:
-        """Run ``on_interaction`` hooks until one answers."""
-        return (await self._dispatch("on_interaction", context, questions))[0]  # type: ignore[no-any-return]
+        """Run ``on_interaction`` hooks until one answers (a list of :class:`Answer`)."""
+        return (await self._run(rules.ON_INTERACTION, "on_interaction", context, questions)).result
+
+    async def dispatch_pre_compaction(
+        self, context: TurnContext, messages: Sequence[Any]
+    ) -> str | None:
+        """Run ``pre_compaction`` hooks until one supplies a summary."""
+        return (await self._run(rules.PRE_COMPACTION, "pre_compaction", context, messages)).result
 
     async def dispatch_on_compaction(self, context: TurnContext, summary: str) -> None:
         """Run every ``on_compaction`` hook."""
-        await self._dispatch("on_compaction", context, summary)
+        await self._run(rules.INSPECT, "on_compaction", context, summary)
 
     # --- scopes ---
 
-    def session(self, agent_name: str = "", session_id: str | None = None) -> SessionScope:
+    def session(
+        self, agent_name: str = "", session_id: str | None = None, provider: str | None = None
+    ) -> SessionScope:
         """Open a session: ``async with runner.session(...) as session``.
 
         Args:
             agent_name: The agent's name, recorded on every span and metric (telemetry falls
                 back to its own default when empty).
             session_id: The session's id; a random one when ``None``.
+            provider: The model provider the agent uses (``gen_ai.provider.name``), if known.
         """
-        return SessionScope(self, SessionContext(session_id or os.urandom(16).hex(), agent_name))
-
-    def _scope_started(self, context: HookContext) -> None:
-        if self._observers is not None:
-            self._observers.notify(self._observers.scope_started, context)
-
-    def _scope_ended(self, context: HookContext, error: BaseException | None) -> None:
-        if self._observers is not None:
-            self._observers.notify(self._observers.scope_ended, context, error)
+        context = SessionContext(session_id or os.urandom(16).hex(), agent_name, provider)
+        return SessionScope(self, context)
 
 
-async def _with_timeout(registration: _Registration, context: HookContext, data: Any) -> Any:
+def _call_of(context: HookContext, data: Any) -> ToolCall:
+    """The call a tool event concerns: the (effective) call itself, or the operation's."""
+    if type(data) is ToolCall:
+        return data
+    if type(data) is ToolResult:
+        return data.call
+    call = context.call if isinstance(context, OperationContext) else None
+    return call if call is not None else _NO_CALL
+
+
+_NO_CALL: Final = ToolCall("")
+
+
+def _verdict(value: Any) -> str:
+    """How a hook run reads in telemetry: allow, deny, ask or none (no opinion)."""
+    if value is None:
+        return "none"
+    if isinstance(value, HookResult):
+        return "ask" if value.confirm else ("allow" if value.allow else "deny")
+    action = getattr(value, "action", None)
+    if action in ("block", "retry_with_feedback"):
+        return "deny"
+    return "allow"
+
+
+def _is_observer(hook: object) -> bool:
+    return isinstance(hook, DispatchObserver)
+
+
+def _check_observer(observer: object) -> None:
+    missing = [m for m in OBSERVER_METHODS if not callable(getattr(observer, m, None))]
+    if missing:
+        raise TypeError(
+            f"cannot observe {observer!r}: it has no {', '.join(missing)}; "
+            "subclass hookscope.runner.DispatchObserver"
+        )
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"HookRunner.{old} is deprecated; use HookRunner.{new}", DeprecationWarning, stacklevel=3
+    )
+
+
+#: How long a timed-out hook gets to honour its cancellation before it is abandoned.
+_CANCEL_GRACE_S: Final = 0.05
+_ABANDONED: set[asyncio.Task[Any]] = set()
+
+
+async def _with_timeout(registration: Registration, context: HookContext, data: Any) -> Any:
     timeout = registration.timeout
     assert timeout is not None
     try:
@@ -477,29 +587,42 @@ async def _with_timeout(registration: _Registration, context: HookContext, data:
             f"hook {registration.name!r} has a timeout, which needs a running event loop; "
             "call the tool from async code, or register the hook without a timeout"
         ) from None
-    deadline = loop.time() + timeout
+    task = loop.create_task(registration.call(context, data))
     try:
-        value = await asyncio.wait_for(registration.call(context, data), timeout)
-    except asyncio.TimeoutError:
-        raise HookTimeoutError(
-            f"hook {registration.name!r} took longer than {timeout:g}s"
-        ) from None
-    if loop.time() >= deadline:
-        # The hook swallowed the timeout's cancellation and returned anyway: still a timeout.
-        raise HookTimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s")
-    return value
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except BaseException:  # the dispatch itself was cancelled: take the hook down with it
+        task.cancel()
+        raise
+    if done:
+        return task.result()
+    task.cancel()
+    done, _ = await asyncio.wait((task,), timeout=_CANCEL_GRACE_S)
+    if not done:
+        _abandon(task, registration.name, timeout)
+    raise HookTimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s")
 
 
-def _not_a_hook(hook: object) -> str:
-    accepted = (
-        "accepted: an instance of a hookscope.Hook subclass, a category hook such as "
-        "PreToolCallDecideHook, a function decorated with @hooks.pre_turn (or another event "
-        "decorator), or a DispatchObserver such as OTelHook"
+def _abandon(task: asyncio.Task[Any], name: str, timeout: float) -> None:
+    """Give up on a hook that swallowed its cancellation, so the dispatch goes on.
+
+    Closing the coroutine raises ``GeneratorExit`` at its ``await`` (which ``except
+    Exception`` does not catch) and a second cancel then ends the task, so it cannot keep
+    the event loop — and the process — alive. A hook that survives even that is kept
+    referenced until it ends, and logged.
+    """
+    logger.warning(
+        "hook %r ignored its cancellation after its %gs timeout; abandoned", name, timeout
     )
-    if isinstance(hook, type):
-        name = hook.__name__
-        return f"cannot register the class {name}; register an instance: {name}(). {accepted}"
-    if callable(hook):
-        name = getattr(hook, "__qualname__", repr(hook))
-        return f"cannot register the plain function {name}; decorate it first. {accepted}"
-    return f"cannot register {hook!r}: {accepted}"
+    _ABANDONED.add(task)
+    task.add_done_callback(_ABANDONED.discard)
+    coro = task.get_coro()
+    close = getattr(coro, "close", None)
+    if close is not None:
+        with contextlib.suppress(RuntimeError):  # it caught GeneratorExit and awaited again
+            close()
+    task.cancel()
+
+
+def abandoned_hooks() -> int:
+    """How many timed-out hooks are still running after being abandoned."""
+    return len(_ABANDONED)

@@ -8,19 +8,20 @@ site.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from hookscope.policy import PolicyDecision
+from typing import Any, Literal
 
 __all__ = [
     "Answer",
     "ChatResponse",
+    "Decision",
     "HookResult",
+    "HookscopeError",
     "LlmRequest",
     "LlmResponse",
+    "PolicyDecision",
     "Question",
     "Recovery",
     "RequestDecision",
@@ -29,6 +30,17 @@ __all__ = [
     "ToolResult",
     "Usage",
 ]
+
+
+class HookscopeError(Exception):
+    """Base class of every exception hookscope raises on its own account.
+
+    Catch it to tell hookscope's errors (a bad policy, a bad configuration file, a scope used
+    out of order) from the agent's and the tools' own exceptions, which hookscope always lets
+    through unchanged.
+    """
+
+    __module__ = "hookscope"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,41 @@ class ToolResult:
     duration_s: float = 0.0
 
 
+class Decision(str, enum.Enum):
+    """What a rule decides when it matches."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK_USER = "ask_user"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """Why a call was allowed or denied.
+
+    Args:
+        decision: What the deciding rule decides (``DENY`` when its condition failed);
+            ``ALLOW`` when no rule matched.
+        outcome: ``"allowed"`` or ``"denied"``: what happens to the call.
+        rule: The deciding rule's name, or ``None`` when no rule matched.
+        bucket: The deciding rule's bucket (0 to 8), or ``None`` when no rule matched.
+        reason: A sentence saying why.
+        asked_user: Whether an ask handler was called.
+        user_approved: The handler's answer; ``None`` when not asked or it gave no answer.
+    """
+
+    decision: Decision
+    outcome: Literal["allowed", "denied"]
+    rule: str | None
+    bucket: int | None
+    reason: str
+    asked_user: bool = False
+    user_approved: bool | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class HookResult:
     """A decide hook's verdict on a turn or a tool call.
@@ -83,26 +130,50 @@ class HookResult:
         modified_args: For ``pre_tool_call``: arguments merged, in hook order, into the call
             the next hook and the tool see.
         decision: Filled by the :class:`~hookscope.policy.PolicyEnforcer` with the
-            :class:`~hookscope.policy.PolicyDecision` behind this result.
+            :class:`PolicyDecision` behind this result.
+        confirm: The call needs the user's confirmation (build it with :meth:`ask`).
     """
 
     allow: bool = True
     message: str = ""
     modified_args: Mapping[str, Any] | None = None
     decision: PolicyDecision | None = None
+    confirm: bool = False
 
     @classmethod
     def deny(cls, message: str) -> HookResult:
         """A denial carrying ``message``."""
         return cls(allow=False, message=message)
 
+    @classmethod
+    def ask(cls, message: str) -> HookResult:
+        """The call needs the user's confirmation; ``message`` is the question they see.
+
+        The runner puts a confirm :class:`Question` to the ``on_interaction`` hooks: an answer
+        ``"allow"`` lets the call run, anything else (or no answer) denies it. Until then the
+        result reads as a denial (``allow=False``), so code that ignores ``confirm`` fails
+        closed. Only ``pre_tool_call`` hooks may ask.
+        """
+        return cls(allow=False, message=message, confirm=True)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts for one model response."""
+    """Token counts for one model response.
+
+    Args:
+        input_tokens: Prompt tokens, cached ones included.
+        output_tokens: Completion tokens, reasoning ones included.
+        cache_read_tokens: Input tokens served from the provider's prompt cache.
+        cache_creation_tokens: Input tokens written to the provider's prompt cache.
+        reasoning_tokens: Output tokens the model spent reasoning.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -112,11 +183,22 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
-    """The agent's answer that ends a turn, given to ``post_turn`` hooks."""
+    """The agent's answer that ends a turn, given to ``post_turn`` hooks.
+
+    Args:
+        text: The answer.
+        model: The model that produced it.
+        usage: Token counts for the whole turn.
+        provider: The model's provider (``openai``, ``gcp.gemini`` …; GenAI conventions'
+            ``gen_ai.provider.name``); the session's when ``None``.
+        finish_reasons: Why the model stopped, one per choice.
+    """
 
     text: str = ""
     model: str | None = None
     usage: Usage | None = None
+    provider: str | None = None
+    finish_reasons: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +216,20 @@ class Recovery:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question the agent asks its user, given to ``on_interaction`` hooks."""
+    """A question the agent asks its user, given to ``on_interaction`` hooks.
+
+    Args:
+        text: The question.
+        options: The answers offered, if the question offers any.
+        id: The question's id, echoed by :attr:`Answer.question_id`.
+        kind: ``"question"``, or ``"confirm"`` when the runner asks on a hook's behalf
+            whether a call may run (:meth:`HookResult.ask`): answer ``"allow"`` to let it.
+    """
 
     text: str
     options: Sequence[str] = ()
     id: str = ""
+    kind: Literal["question", "confirm"] = "question"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,21 +242,32 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class LlmRequest:
-    """A request about to be sent to the model, given to ``pre_llm_request`` hooks."""
+    """A request about to be sent to the model, given to ``pre_llm_request`` hooks.
+
+    ``provider`` names the model's provider (``gen_ai.provider.name``); the session's when
+    ``None``.
+    """
 
     model: str
     messages: Sequence[Mapping[str, Any]] = ()
     tools: Sequence[str] = ()
+    provider: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class LlmResponse:
-    """A model response, given to ``on_llm_response`` hooks."""
+    """A model response, given to ``on_llm_response`` hooks.
+
+    ``usage`` is this one call's token counts; ``provider`` the model's provider (the
+    session's when ``None``); ``finish_reasons`` why the model stopped, one per choice.
+    """
 
     model: str
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
     usage: Usage | None = None
+    provider: str | None = None
+    finish_reasons: Sequence[str] = ()
 
 
 RequestAction = Literal["proceed", "modify", "block"]

@@ -227,7 +227,7 @@ async def test_sync_tool_with_a_timed_hook_raises_scope_error_naming_the_timeout
 
     assert str(raised.value) == (
         "a hook with a timeout ran while a synchronous tool or agent method was running: "
-        "hookscope runs such a hook under asyncio.wait_for, which suspends, and a synchronous "
+        "hookscope runs such a hook in a task it waits for, which suspends, and a synchronous "
         "caller cannot wait; make the tool or method async (async def), or register the hook "
         "without a timeout"
     )

@@ -30,6 +30,7 @@ from typing import Any, Final, TypeVar, cast, final
 
 import wrapt
 
+from hookscope import runner as runner_module
 from hookscope.runner import HookRunner, ScopeError, SessionScope, ToolOutcome, TurnScope
 from hookscope.types import ChatResponse, HookResult, ToolCall
 
@@ -45,7 +46,7 @@ _CURRENT_TURN: Final[ContextVar[tuple[HookRunner, TurnScope] | None]] = ContextV
 )
 _AGENT_METHODS: Final = ("chat", "run")
 #: How a suspended runner coroutine shows a hook run under its ``timeout``.
-_WAIT_FOR_CODE: Final = asyncio.wait_for.__code__
+_WAIT_FOR_CODE: Final = runner_module._with_timeout.__code__
 
 
 class ToolCallDenied(PermissionError):
@@ -91,12 +92,12 @@ def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:
             "synchronous"
         )
     for task in timed:
-        # Closing the dispatch does not stop the task asyncio.wait_for runs the hook in
-        # (Python < 3.12); cancel it, or the hook would run on, unobserved.
+        # Closing the dispatch does not stop the task the runner runs the hook in; cancel
+        # it, or the hook would run on, unobserved.
         task.cancel()
     raise ScopeError(
         "a hook with a timeout ran while a synchronous tool or agent method was running: "
-        "hookscope runs such a hook under asyncio.wait_for, which suspends, and a synchronous "
+        "hookscope runs such a hook in a task it waits for, which suspends, and a synchronous "
         "caller cannot wait; make the tool or method async (async def), or register the hook "
         "without a timeout"
     )
@@ -115,8 +116,7 @@ def _timed_hook_tasks(coroutine: Coroutine[Any, Any, Any]) -> list[asyncio.Task[
     waits = [a for a in _awaiting(coroutine) if getattr(a, "cr_code", None) is _WAIT_FOR_CODE]
     if not waits:
         return None
-    # Python < 3.12 runs the hook in a task it keeps as ``fut``; 3.12+ awaits it in place.
-    tasks = [a.cr_frame.f_locals.get("fut") for a in waits]
+    tasks = [a.cr_frame.f_locals.get("task") for a in waits]
     return [task for task in tasks if isinstance(task, asyncio.Task)]
 
 

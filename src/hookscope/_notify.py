@@ -1,0 +1,162 @@
+"""The one notifier: how observers hear of scopes, dispatches and hook runs.
+
+The runner and every adapter report through a :class:`Notifier`; nothing else calls observers.
+An observer that raises is logged once and otherwise ignored — telemetry must never break the
+agent. A ``BaseException`` (cancellation, ``KeyboardInterrupt``) raised by an observer is not
+swallowed, but it is held until every other observer has been told, so one observer's
+interruption never leaves another's span open.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from time import perf_counter
+from typing import Any, Final, final
+
+from hookscope.context import HookContext
+
+__all__ = ["OBSERVER_METHODS", "HookRun", "Notifier"]
+
+logger = logging.getLogger("hookscope")
+
+#: The methods an observer must have; the rest (scope and hook-run methods) are optional.
+OBSERVER_METHODS: Final = ("dispatch_started", "hook_finished", "dispatch_finished")
+
+Callback = Callable[..., None]
+
+
+@final
+class HookRun:
+    """One run of a non-Python hook (a command or a prompt), as observers see it.
+
+    The runner creates it, the hook fills :attr:`attributes` while it runs (through
+    :func:`hookscope.runner.current_hook_run`), and observers turn it into telemetry
+    (``execute_hook {name}`` spans). :attr:`state` is the observer's own slot.
+    """
+
+    __slots__ = (
+        "attributes",
+        "duration_s",
+        "error",
+        "event",
+        "hook_name",
+        "hook_type",
+        "started",
+        "state",
+        "verdict",
+    )
+
+    def __init__(self, event: str, hook_name: str, hook_type: str) -> None:
+        self.event = event
+        self.hook_name = hook_name
+        self.hook_type = hook_type
+        #: Telemetry attributes the hook reports, e.g. ``process.exit.code``.
+        self.attributes: dict[str, str | int | float | bool] = {}
+        #: ``allow``, ``deny``, ``ask`` or ``none`` (no opinion); set when the hook returned.
+        self.verdict = "none"
+        self.error: BaseException | None = None
+        self.started = perf_counter()
+        self.duration_s = 0.0
+        self.state: Any = None
+
+    def __repr__(self) -> str:
+        return (
+            f"HookRun(event={self.event!r}, hook_name={self.hook_name!r}, "
+            f"hook_type={self.hook_type!r}, verdict={self.verdict!r})"
+        )
+
+
+@final
+class Notifier:
+    """Fans every report out to the observers' bound methods, resolved once per change.
+
+    ``active`` is ``False`` when nobody observes, so callers can skip building reports.
+    """
+
+    __slots__ = (
+        "_dispatch_finished",
+        "_dispatch_started",
+        "_failed",
+        "_hook_finished",
+        "_hook_run_finished",
+        "_hook_run_started",
+        "_scope_ended",
+        "_scope_started",
+        "active",
+        "observers",
+    )
+
+    def __init__(self, observers: Sequence[object] = ()) -> None:
+        def bound(method: str) -> tuple[Callback, ...]:
+            return tuple(m for o in observers if (m := getattr(o, method, None)) is not None)
+
+        self.observers: tuple[object, ...] = tuple(observers)
+        self.active = bool(observers)
+        self._scope_started = bound("scope_started")
+        self._scope_ended = bound("scope_ended")
+        self._dispatch_started = bound("dispatch_started")
+        self._hook_finished = bound("hook_finished")
+        self._dispatch_finished = bound("dispatch_finished")
+        self._hook_run_started = bound("hook_run_started")
+        # Reversed: observers unwind what they attached in started, innermost first.
+        self._hook_run_finished = bound("hook_run_finished")[::-1]
+        self._failed: set[int] = set()
+
+    def scope_started(self, context: HookContext) -> None:
+        """A session, turn or operation scope opened."""
+        self._notify(self._scope_started, context)
+
+    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
+        """A scope closed; ``error`` is what ended it abnormally, cancellation included."""
+        self._notify(self._scope_ended[::-1], context, error)
+
+    def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
+        """``event`` is about to run its hooks on ``data``."""
+        self._notify(self._dispatch_started, event, context, data)
+
+    def hook_finished(
+        self,
+        event: str,
+        hook_name: str,
+        context: HookContext,
+        result: Any,
+        error: BaseException | None,
+        duration_s: float,
+    ) -> None:
+        """One hook returned ``result`` or failed with ``error``."""
+        self._notify(self._hook_finished, event, hook_name, context, result, error, duration_s)
+
+    def dispatch_finished(
+        self, event: str, context: HookContext, data: Any, result: Any, decided_by: str | None
+    ) -> None:
+        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
+        self._notify(self._dispatch_finished, event, context, data, result, decided_by)
+
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook is about to run."""
+        self._notify(self._hook_run_started, run, context)
+
+    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook finished (``run.error`` says whether it failed)."""
+        self._notify(self._hook_run_finished, run, context)
+
+    def _notify(self, callbacks: tuple[Callback, ...], *args: Any) -> None:
+        interrupted: BaseException | None = None
+        for callback in callbacks:
+            try:
+                callback(*args)
+            except Exception:
+                self._log_failure(callback)
+            except BaseException as error:
+                interrupted = interrupted or error
+        if interrupted is not None:
+            raise interrupted
+
+    def _log_failure(self, callback: Callback) -> None:
+        key = id(getattr(callback, "__self__", callback))
+        if key not in self._failed:
+            self._failed.add(key)
+            logger.exception(
+                "dispatch observer %r failed; its further failures are not logged", callback
+            )
