@@ -50,7 +50,9 @@ def test_check_prints_the_table(config: Path, capsys: pytest.CaptureFixture[str]
     ]
 
 
-def test_check_reports_every_problem_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_reports_every_problem_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "hookscope.toml"
     path.write_text('[[hooks.pre_turn]]\ntype = "command"\n\n[[hooks.pre_tool]]\n')
     assert main(["hooks", "check", str(path)]) == 1
@@ -77,17 +79,43 @@ def _lines(out: str) -> list[tuple[str, ...]]:
     return [row[:-1] for row in rows]
 
 
-def test_run_denies_with_the_deciding_hook(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_denies_with_the_deciding_hook(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     call = json.dumps({"CommandLine": "rm -rf /"})
-    assert main(["hooks", "run", str(config), "PreToolUse", "--tool", "run_command", "--input", call]) == 2
+    assert (
+        main(["hooks", "run", str(config), "PreToolUse", "--tool", "run_command", "--input", call])
+        == 2
+    )
     assert _lines(capsys.readouterr().out) == [("no-rm", "deny", "recursive deletes are refused")]
 
 
-def test_run_allows_and_lists_each_matching_hook(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_allows_and_lists_each_matching_hook(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = json.dumps({"path": "/w/app.py"})
-    assert main(["hooks", "run", str(config), "pre_tool_call", "--tool", "run_command", "--input", args]) == 0
+    assert (
+        main(
+            ["hooks", "run", str(config), "pre_tool_call", "--tool", "run_command", "--input", args]
+        )
+        == 0
+    )
     assert _lines(capsys.readouterr().out) == [("no-rm", "none", "-")]
-    assert main(["hooks", "run", str(config), "pre_tool_call", "--tool", "view_file", "--input", '{"path": "/etc/x"}']) == 2
+    assert (
+        main(
+            [
+                "hooks",
+                "run",
+                str(config),
+                "pre_tool_call",
+                "--tool",
+                "view_file",
+                "--input",
+                '{"path": "/etc/x"}',
+            ]
+        )
+        == 2
+    )
     assert _lines(capsys.readouterr().out) == [("paths", "deny", "not /etc")]
 
 
@@ -97,7 +125,9 @@ def test_run_input_errors_exit_1(config: Path, capsys: pytest.CaptureFixture[str
     assert main(["hooks", "run", str(config), "pre_tool_call", "--tool", "x", "--input", "{"]) == 1
     assert capsys.readouterr().err.startswith("hookscope: error: --input is not valid JSON: ")
     assert main(["hooks", "run", str(config), "Notification"]) == 1
-    assert capsys.readouterr().err.startswith("hookscope: error: unknown event 'Notification'; use one of ")
+    assert capsys.readouterr().err.startswith(
+        "hookscope: error: unknown event 'Notification'; use one of "
+    )
 
 
 def test_the_installed_command_runs_a_pre_turn_hook(config: Path) -> None:

@@ -104,7 +104,9 @@ async def test_claude_ask_puts_a_confirm_question_to_the_interaction_hooks(
 ) -> None:
     confirm = Confirm(answer)
     ask = {"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sure?"}}
-    runner = HookRunner([CommandHook("pre_tool_call", command=printing(ask), name="asker"), confirm])
+    runner = HookRunner(
+        [CommandHook("pre_tool_call", command=printing(ask), name="asker"), confirm]
+    )
     outcome = await dispatch(runner, "pre_tool_call", CALL)
     assert [(q.text, q.kind) for q in confirm.questions] == [("sure?", "confirm")]
     assert outcome.result.allow is allowed
@@ -115,7 +117,9 @@ async def test_claude_ask_puts_a_confirm_question_to_the_interaction_hooks(
 async def test_ask_without_a_reason_asks_about_the_tool() -> None:
     confirm = Confirm("allow")
     ask = {"hookSpecificOutput": {"permissionDecision": "ask"}}
-    runner = HookRunner([CommandHook("pre_tool_call", command=printing(ask), name="asker"), confirm])
+    runner = HookRunner(
+        [CommandHook("pre_tool_call", command=printing(ask), name="asker"), confirm]
+    )
     await dispatch(runner, "pre_tool_call", CALL)
     assert [q.text for q in confirm.questions] == ["hook 'asker' asks to confirm run_command call"]
 
@@ -147,7 +151,10 @@ async def test_exit_2_with_empty_stderr_names_the_hook() -> None:
 
 
 async def test_pre_turn_block_and_continue_false_block_the_turn() -> None:
-    for command in ("echo 'not today' >&2; exit 2", printing({"continue": False, "stopReason": "not today"})):
+    for command in (
+        "echo 'not today' >&2; exit 2",
+        printing({"continue": False, "stopReason": "not today"}),
+    ):
         runner = HookRunner([CommandHook("pre_turn", command=command, name="gate")])
         result = (await dispatch(runner, "pre_turn", "deploy it")).result
         assert (result.allow, result.message) == (False, "not today")
@@ -180,7 +187,10 @@ async def test_a_verdict_on_an_inspect_event_changes_nothing(tmp_path: Path) -> 
     [
         ("echo oops >&2; exit 1", "exited with status 1"),
         # The shell reports its child's death by a signal as status 128 + N.
-        (f"{PYTHON} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'", "exited with status 139"),
+        (
+            f"{PYTHON} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'",
+            "exited with status 139",
+        ),
         (printing('{"allow": fals'), "printed malformed JSON (Expecting value at char 10)"),
         (printing({"decision": "maybe"}), "answered decision 'maybe'; expected approve or block"),
         (
@@ -193,7 +203,10 @@ async def test_a_verdict_on_an_inspect_event_changes_nothing(tmp_path: Path) -> 
 async def test_a_failing_program_fails_closed_naming_the_failure(command: str, detail: str) -> None:
     result = (await decide(command)).result
     assert result.allow is False
-    assert result.message == f"hook 'guard' failed in pre_tool_call (HookFailure: {detail}); failing closed"
+    assert (
+        result.message
+        == f"hook 'guard' failed in pre_tool_call (HookFailure: {detail}); failing closed"
+    )
 
 
 async def test_a_crashing_program_is_a_failure_naming_the_signal() -> None:
@@ -264,14 +277,18 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "failing closed"
     )
     grandchild, child = (int(line) for line in pids.read_text().split())
-    assert await asyncio.to_thread(_wait_for, lambda: not pid_alive(grandchild) and not pid_alive(child))
+    assert await asyncio.to_thread(
+        _wait_for, lambda: not pid_alive(grandchild) and not pid_alive(child)
+    )
 
 
 async def test_cancelling_the_agent_kills_the_running_program(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     command = f"sleep 300 & echo $! > {pids}; wait"
     task = asyncio.ensure_future(decide(command))
-    assert await asyncio.to_thread(_wait_for, lambda: pids.exists() and pids.read_text().strip() != "")
+    assert await asyncio.to_thread(
+        _wait_for, lambda: pids.exists() and pids.read_text().strip() != ""
+    )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -279,7 +296,9 @@ async def test_cancelling_the_agent_kills_the_running_program(tmp_path: Path) ->
     assert await asyncio.to_thread(_wait_for, lambda: not pid_alive(sleeper))
 
 
-async def test_a_running_program_never_blocks_the_event_loop(script: Script, tmp_path: Path) -> None:
+async def test_a_running_program_never_blocks_the_event_loop(
+    script: Script, tmp_path: Path
+) -> None:
     flag = tmp_path / "flag"
     # The program waits for a file only this event loop writes while the program runs.
     command = script(
@@ -301,7 +320,9 @@ async def test_a_running_program_never_blocks_the_event_loop(script: Script, tmp
 # --- what the program receives ---
 
 
-async def test_the_program_reads_the_envelope_and_its_environment(script: Script, tmp_path: Path) -> None:
+async def test_the_program_reads_the_envelope_and_its_environment(
+    script: Script, tmp_path: Path
+) -> None:
     out = tmp_path / "seen.json"
     command = script(
         f"""
@@ -338,13 +359,17 @@ async def test_the_program_reads_the_envelope_and_its_environment(script: Script
         "tool_input": {"CommandLine": "ls", "cwd": "/w"},
         "tool_use_id": "c1",
     }
-    assert seen["cwd"] == seen["HOOKSCOPE_PROJECT_DIR"] == seen["CLAUDE_PROJECT_DIR"] == str(project)
+    assert (
+        seen["cwd"] == seen["HOOKSCOPE_PROJECT_DIR"] == seen["CLAUDE_PROJECT_DIR"] == str(project)
+    )
 
 
 async def test_args_run_without_a_shell(tmp_path: Path) -> None:
     out = tmp_path / "argv.json"
     program = f"import json, sys; open({str(out)!r}, 'w').write(json.dumps(sys.argv[1:]))"
-    runner = HookRunner([CommandHook("pre_tool_call", args=[PYTHON, "-c", program, "$HOME", "a b"])])
+    runner = HookRunner(
+        [CommandHook("pre_tool_call", args=[PYTHON, "-c", program, "$HOME", "a b"])]
+    )
     await dispatch(runner, "pre_tool_call", CALL)
     assert json.loads(out.read_text()) == ["$HOME", "a b"]
 
@@ -359,6 +384,11 @@ def test_a_command_hook_needs_exactly_one_of_command_and_args() -> None:
 
 
 def test_default_names_are_the_script_or_the_program() -> None:
-    assert CommandHook("pre_tool_call", command="python3 hooks/guard.py --strict").name == "guard.py"
-    assert CommandHook("pre_tool_call", command='"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh').name == "check.sh"
+    assert (
+        CommandHook("pre_tool_call", command="python3 hooks/guard.py --strict").name == "guard.py"
+    )
+    assert (
+        CommandHook("pre_tool_call", command='"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh').name
+        == "check.sh"
+    )
     assert CommandHook("pre_tool_call", args=["/usr/bin/jq", "-r", ".x"]).name == "jq"

@@ -128,8 +128,12 @@ def test_pyproject_reads_tool_hookscope(tmp_path: Path) -> None:
         """,
     )
     (entry,) = load(path).entries
-    assert (entry.event, entry.entry) == ("post_tool_call", "tool.hookscope.hooks.post_tool_call[0]")
-    assert isinstance(entry.hook, CommandHook) and entry.hook.args == ("logger", "-t", "agent")
+    assert (entry.event, entry.entry) == (
+        "post_tool_call",
+        "tool.hookscope.hooks.post_tool_call[0]",
+    )
+    assert isinstance(entry.hook, CommandHook)
+    assert entry.hook.args == ("logger", "-t", "agent")
 
 
 CLAUDE_SETTINGS = {
@@ -138,7 +142,13 @@ CLAUDE_SETTINGS = {
         "PreToolUse": [
             {
                 "matcher": "Bash",
-                "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/check.sh", "timeout": 30}],
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh',
+                        "timeout": 30,
+                    }
+                ],
             },
             {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "jq .tool_input"}]},
         ],
@@ -177,13 +187,18 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
         ("post_turn", "hooks.Stop[0].hooks[0]"),
     ]
     check, edit = table[0], table[1]
-    assert isinstance(check, CommandHook) and isinstance(edit, CommandHook)
+    assert isinstance(check, CommandHook)
+    assert isinstance(edit, CommandHook)
     assert check.matcher == HookMatcher(tools="run_command")
     assert edit.matcher == HookMatcher(tools="edit_file|write_to_file")
     assert (check.name, check.timeout, check.fail_open) == ("check.sh", 30.0, False)
     # The project root is the directory above .claude/; scripts still see Claude's tool names.
     assert check.project_dir == str(tmp_path.resolve())
-    assert check.tool_names == {"run_command": "Bash", "edit_file": "Edit", "write_to_file": "Write"}
+    assert check.tool_names == {
+        "run_command": "Bash",
+        "edit_file": "Edit",
+        "write_to_file": "Write",
+    }
     assert table[2].matcher is None  # type: ignore[attr-defined]
 
 
@@ -194,8 +209,12 @@ def test_a_mapping_in_the_toml_shape(tmp_path: Path) -> None:
 
 
 async def test_a_table_registers_and_replaces_like_a_list_of_hooks() -> None:
-    deny = load({"hooks": {"pre_tool_call": [{"type": "command", "command": "exit 2", "name": "no"}]}})
-    allow = load({"hooks": {"pre_tool_call": [{"type": "command", "command": "true", "name": "yes"}]}})
+    deny = load(
+        {"hooks": {"pre_tool_call": [{"type": "command", "command": "exit 2", "name": "no"}]}}
+    )
+    allow = load(
+        {"hooks": {"pre_tool_call": [{"type": "command", "command": "true", "name": "yes"}]}}
+    )
     runner = HookRunner(deny)
     assert (await dispatch(runner, "pre_tool_call", CALL)).result.allow is False
     runner.replace(deny, allow)
@@ -217,7 +236,11 @@ def test_python_hooks_by_reference(tmp_path: Path, module: str) -> None:
     )
     (hook,) = load(path)
     assert type(hook).__name__ == "Checker"
-    assert (hook.name, hook.fail_open, hook.matcher) == ("checker", True, HookMatcher(tools="view_file"))  # type: ignore[attr-defined]
+    assert (hook.name, hook.fail_open, hook.matcher) == (
+        "checker",
+        True,
+        HookMatcher(tools="view_file"),
+    )  # type: ignore[attr-defined]
 
 
 # --- validation: every error names the file, the entry and the fix ---
@@ -227,7 +250,8 @@ def test_config_error_is_a_hookscope_error_and_a_value_error(tmp_path: Path) -> 
     path = tmp_path / "missing.toml"
     with pytest.raises(ConfigError) as caught:
         load(path)
-    assert isinstance(caught.value, HookscopeError) and isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, HookscopeError)
+    assert isinstance(caught.value, ValueError)
     assert str(caught.value) == f"1 problem in {path}:\n  {path}: file not found; check the path"
 
 
@@ -325,7 +349,9 @@ def test_each_invalid_entry_is_named_with_its_fix(entry: dict[str, Any], problem
     assert problems({"hooks": {"pre_tool_call": [entry]}}) == (problem,)
 
 
-def test_a_python_hook_listed_under_an_event_it_does_not_handle(module: str, tmp_path: Path) -> None:
+def test_a_python_hook_listed_under_an_event_it_does_not_handle(
+    module: str, tmp_path: Path
+) -> None:
     path = write(
         tmp_path / "hookscope.toml",
         f"""
@@ -351,7 +377,8 @@ def test_a_matcher_on_a_non_tool_event() -> None:
 
 def test_unknown_events_are_named_with_the_fix() -> None:
     assert problems({"hooks": {"pre_tool": [], "UserPromptSubmitX": []}}) == (
-        "hooks.pre_tool: unknown event 'pre_tool'; use one of " + ", ".join(__import__("hookscope.hooks").hooks.EVENTS),
+        "hooks.pre_tool: unknown event 'pre_tool'; use one of "
+        + ", ".join(__import__("hookscope.hooks").hooks.EVENTS),
         "hooks.UserPromptSubmitX: unknown event 'UserPromptSubmitX'; use one of "
         + ", ".join(__import__("hookscope.hooks").hooks.EVENTS),
     )
@@ -409,9 +436,21 @@ def test_claude_settings_errors(tmp_path: Path) -> None:
     ("name", "text", "problem"),
     [
         ("settings.json", '{"hooks": ', "line 1: invalid JSON (Expecting value); fix the syntax"),
-        ("pyproject.toml", "[project]\nname = 'x'\n", "no [tool.hookscope] table; add hooks as [[tool.hookscope.hooks.pre_tool_call]]"),
-        ("hooks.yaml", "hooks: {}", "unsupported file type; use hookscope.toml, pyproject.toml or a Claude Code settings .json file"),
-        ("hookscope.toml", "title = 'x'\n", "no \"hooks\" table; add one, e.g. [[hooks.pre_tool_call]]"),
+        (
+            "pyproject.toml",
+            "[project]\nname = 'x'\n",
+            "no [tool.hookscope] table; add hooks as [[tool.hookscope.hooks.pre_tool_call]]",
+        ),
+        (
+            "hooks.yaml",
+            "hooks: {}",
+            "unsupported file type; use hookscope.toml, pyproject.toml or a Claude Code settings .json file",
+        ),
+        (
+            "hookscope.toml",
+            "title = 'x'\n",
+            'no "hooks" table; add one, e.g. [[hooks.pre_tool_call]]',
+        ),
     ],
 )
 def test_unreadable_files(tmp_path: Path, name: str, text: str, problem: str) -> None:
@@ -420,7 +459,8 @@ def test_unreadable_files(tmp_path: Path, name: str, text: str, problem: str) ->
 
 def test_invalid_toml_says_where(tmp_path: Path) -> None:
     (problem,) = problems(write(tmp_path / "hookscope.toml", "[[hooks.pre_turn]\n"))
-    assert problem.startswith("invalid TOML (") and problem.endswith("line 1, column 17)); fix the syntax")
+    assert problem.startswith("invalid TOML (")
+    assert problem.endswith("line 1, column 17)); fix the syntax")
 
 
 def test_tool_aliases_apply_only_to_claude_settings() -> None:

@@ -29,10 +29,18 @@ async def test_tool_and_path_matchers_select_the_calls_a_command_sees(tmp_path: 
         {
             "hooks": {
                 "pre_tool_call": [
-                    {"type": "command", "name": "shell", "matcher": "run_command|bash",
-                     "command": _marking(tmp_path, "shell")},
-                    {"type": "command", "name": "etc", "matcher": {"paths": ["/etc/**"]},
-                     "command": _marking(tmp_path, "etc")},
+                    {
+                        "type": "command",
+                        "name": "shell",
+                        "matcher": "run_command|bash",
+                        "command": _marking(tmp_path, "shell"),
+                    },
+                    {
+                        "type": "command",
+                        "name": "etc",
+                        "matcher": {"paths": ["/etc/**"]},
+                        "command": _marking(tmp_path, "etc"),
+                    },
                 ]
             }
         }
@@ -50,13 +58,23 @@ async def test_tool_and_path_matchers_select_the_calls_a_command_sees(tmp_path: 
     assert (shell.result.message, shell.decided_by) == ("shell ran", "shell")
 
 
-async def test_claude_matchers_use_the_agent_names_and_scripts_see_claude_names(tmp_path: Path) -> None:
+async def test_claude_matchers_use_the_agent_names_and_scripts_see_claude_names(
+    tmp_path: Path,
+) -> None:
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(
         json.dumps(
-            {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-                {"type": "command", "command": _marking(tmp_path, "bash")}]}]}}
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "Bash",
+                            "hooks": [{"type": "command", "command": _marking(tmp_path, "bash")}],
+                        }
+                    ]
+                }
+            }
         )
     )
     runner = HookRunner(load(settings, tool_aliases={"Bash": "run_command"}))

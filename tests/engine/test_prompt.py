@@ -18,7 +18,9 @@ from .conftest import dispatch
 from .test_command import CALL
 
 SCRIPTS = {
-    "JUDGE-DENY": [Reply(text='{"ok": false, "reason": "ls lists secrets"}', input_tokens=120, output_tokens=9)],
+    "JUDGE-DENY": [
+        Reply(text='{"ok": false, "reason": "ls lists secrets"}', input_tokens=120, output_tokens=9)
+    ],
     "JUDGE-ALLOW": [Reply(text='{"ok": true}')],
     "JUDGE-FENCED": [Reply(text='```json\n{"ok": false, "reason": "fenced"}\n```')],
     "JUDGE-PROSE": [Reply(text="Looks fine to me!")],
@@ -42,7 +44,9 @@ class Runs(DispatchObserver):
 
 def judge(server: ScriptedOpenAIServer, key: str, **options: Any) -> PromptHook:
     options.setdefault("prompt", f"{key}: may the agent run this? $ARGUMENTS")
-    return PromptHook("pre_tool_call", model="small", base_url=server.base_url, name="judge", **options)
+    return PromptHook(
+        "pre_tool_call", model="small", base_url=server.base_url, name="judge", **options
+    )
 
 
 async def test_ok_false_denies_with_the_reason_and_reports_the_model_call(
@@ -122,7 +126,10 @@ async def test_anything_but_an_ok_verdict_fails_closed(
 ) -> None:
     runner = HookRunner([judge(server, key)])
     result = (await dispatch(runner, "pre_tool_call", CALL)).result
-    assert result.message == f"hook 'judge' failed in pre_tool_call (HookFailure: {detail}); failing closed"
+    assert (
+        result.message
+        == f"hook 'judge' failed in pre_tool_call (HookFailure: {detail}); failing closed"
+    )
 
 
 async def test_an_unreachable_endpoint_fails_closed_without_quoting_the_url() -> None:
@@ -150,7 +157,9 @@ async def test_a_missing_api_key_fails_and_on_failure_allow_lets_it_pass(
         "hook 'judge' failed in pre_tool_call (HookFailure: environment variable "
         "HOOKSCOPE_TEST_KEY (api_key_env) is not set); failing closed"
     )
-    opened = HookRunner([judge(server, "JUDGE-DENY", api_key_env="HOOKSCOPE_TEST_KEY", fail_open=True)])
+    opened = HookRunner(
+        [judge(server, "JUDGE-DENY", api_key_env="HOOKSCOPE_TEST_KEY", fail_open=True)]
+    )
     assert (await dispatch(opened, "pre_tool_call", CALL)).result == HookResult()
 
 

@@ -21,7 +21,9 @@ from .conftest import dispatch
 
 
 def config(name: str, status: int) -> str:
-    return f'[[hooks.pre_tool_call]]\ntype = "command"\nname = "{name}"\ncommand = "exit {status}"\n'
+    return (
+        f'[[hooks.pre_tool_call]]\ntype = "command"\nname = "{name}"\ncommand = "exit {status}"\n'
+    )
 
 
 def replace_file(path: Path, text: str) -> None:
@@ -46,7 +48,9 @@ def reloads(reader: InMemoryMetricReader) -> dict[str, int]:
             for metric in scope.metrics:
                 if metric.name == "hookscope.engine.reloads":
                     for point in metric.data.data_points:  # type: ignore[union-attr]
-                        counts[str(point.attributes["hookscope.engine.reload.outcome"])] = int(point.value)
+                        counts[str(point.attributes["hookscope.engine.reload.outcome"])] = int(
+                            point.value
+                        )
     return counts
 
 
@@ -65,18 +69,23 @@ def test_a_valid_edit_is_applied_and_an_invalid_one_keeps_the_old_hooks(
     path.write_text(config("v1", 2))
     reader = InMemoryMetricReader()
     runner = HookRunner()
-    handle = watch(runner, path, interval=0.01, meter_provider=MeterProvider(metric_readers=[reader]))
+    handle = watch(
+        runner, path, interval=0.01, meter_provider=MeterProvider(metric_readers=[reader])
+    )
     try:
-        assert names(runner) == ["v1"] and allowed(runner) is False
+        assert names(runner) == ["v1"]
+        assert allowed(runner) is False
 
         replace_file(path, config("v2", 0))
         wait_until(lambda: names(runner) == ["v2"])
-        assert handle.table[0] is runner.hooks[0] and handle.last_error is None
+        assert handle.table[0] is runner.hooks[0]
+        assert handle.last_error is None
         assert allowed(runner) is True
 
         replace_file(path, config("v3", 0).replace('type = "command"', 'type = "shell"'))
         wait_until(lambda: handle.last_error is not None)
-        assert names(runner) == ["v2"] and allowed(runner) is True
+        assert names(runner) == ["v2"]
+        assert allowed(runner) is True
         assert handle.last_error.problems == (  # type: ignore[union-attr]
             "hooks.pre_tool_call[0]: type must be one of command, prompt, python, got 'shell'",
         )

@@ -62,7 +62,9 @@ def _verdict(result: Any, error: BaseException | None) -> tuple[str, str]:
     return "answered", repr(result)[:200]
 
 
-def _data(event: HookEvent, turn: TurnContext, tool: str | None, given: Any) -> tuple[HookContext, Any]:
+def _data(
+    event: HookEvent, turn: TurnContext, tool: str | None, given: Any
+) -> tuple[HookContext, Any]:
     if event in TOOL_EVENTS:
         if not tool:
             raise SyntheticInputError(f"{event} needs --tool NAME")
@@ -82,7 +84,9 @@ def _data(event: HookEvent, turn: TurnContext, tool: str | None, given: Any) -> 
         "on_session_end": None,
         "pre_turn": given,
         "post_turn": ChatResponse(text),
-        "pre_llm_request": LlmRequest("hooks-run", messages=given if isinstance(given, list) else ()),
+        "pre_llm_request": LlmRequest(
+            "hooks-run", messages=given if isinstance(given, list) else ()
+        ),
         "on_llm_response": LlmResponse("hooks-run", text=text),
         "on_interaction": (Question(text or "Proceed?"),),
         "pre_compaction": given if isinstance(given, list) else [given],

@@ -43,7 +43,9 @@ def add_parser(commands: Any) -> None:
         help="validate a hook configuration and print its table",
         epilog="exit status: 0 valid, 1 invalid (every problem on stderr)",
     )
-    check.add_argument("file", nargs="?", metavar="FILE", help="default: " + ", ".join(_DEFAULT_FILES))
+    check.add_argument(
+        "file", nargs="?", metavar="FILE", help="default: " + ", ".join(_DEFAULT_FILES)
+    )
     check.set_defaults(handler=_guarded(_check))
     run = actions.add_parser(
         "run",
@@ -119,7 +121,8 @@ def _check(args: argparse.Namespace) -> int:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
     print(f"{path}: {len(table)} hook{'s' * (len(table) != 1)}, valid")
     return EXIT_ALLOWED
 

@@ -106,19 +106,17 @@ async def _feed(stdin: asyncio.StreamWriter | None, payload: bytes) -> None:
 
 
 async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
-    tasks = [
-        asyncio.ensure_future(_feed(process.stdin, payload)),
-        asyncio.ensure_future(_read_capped(process.stdout, "stdout")),
-        asyncio.ensure_future(_read_capped(process.stderr, "stderr")),
-    ]
+    out = asyncio.ensure_future(_read_capped(process.stdout, "stdout"))
+    err = asyncio.ensure_future(_read_capped(process.stderr, "stderr"))
+    feed = asyncio.ensure_future(_feed(process.stdin, payload))
     try:
-        _, out, err = await asyncio.gather(*tasks)
+        await asyncio.gather(feed, out, err)
     except BaseException:
-        for task in tasks:
+        for task in (feed, out, err):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(feed, out, err, return_exceptions=True)
         raise
-    return out, err
+    return out.result(), err.result()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -254,7 +252,9 @@ class CommandHook(CategoryHook):
         _run.record(_run.PROCESS_EXIT_CODE, status)
         return self._result(event, data, status, stdout, stderr)
 
-    def _result(self, event: HookEvent, data: Any, status: int, stdout: bytes, stderr: bytes) -> Any:
+    def _result(
+        self, event: HookEvent, data: Any, status: int, stdout: bytes, stderr: bytes
+    ) -> Any:
         call = data if isinstance(data, ToolCall) else None
         if status == 0:
             verdict = parse_verdict(stdout.decode(errors="replace"))
@@ -264,7 +264,9 @@ class CommandHook(CategoryHook):
             return event_result(event, Verdict("deny", reason), self.name, call)
         if reason:
             # Logged, not put in the denial: the model and the spans see only the status.
-            logger.warning("command hook %r exited with %d; stderr: %s", self.name, status, reason[-2000:])
+            logger.warning(
+                "command hook %r exited with %d; stderr: %s", self.name, status, reason[-2000:]
+            )
         if status < 0:
             try:
                 signame = signal.Signals(-status).name

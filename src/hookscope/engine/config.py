@@ -14,7 +14,6 @@ entry and the fix, in one :class:`ConfigError`; nothing is built from a file tha
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -25,18 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final, overload
 
+from hookscope.engine._reference import build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
-from hookscope.hooks import EVENTS, CategoryHook, Hook, HookEvent
+from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
-from hookscope.runner import DispatchObserver, HookRunner
+from hookscope.runner import HookRunner
 from hookscope.types import HookscopeError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["ConfigError", "HookEntry", "HookTable", "load"]
 
@@ -142,8 +142,10 @@ def _read(path: Path) -> tuple[Any, str]:
     if path.suffix != ".toml":
         raise ConfigError(
             label,
-            ["unsupported file type; use hookscope.toml, pyproject.toml or a Claude Code "
-             "settings .json file"],
+            [
+                "unsupported file type; use hookscope.toml, pyproject.toml or a Claude Code "
+                "settings .json file"
+            ],
         )
     try:
         data = tomllib.loads(text)
@@ -190,7 +192,7 @@ def load(
     """
     path = None if isinstance(source, Mapping) else Path(source)
     label = "<mapping>" if path is None else str(path)
-    data, prefix = (source, "") if path is None else _read(path)  # type: ignore[assignment]
+    data, prefix = (source, "") if path is None else _read(path)
     problems = _Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
@@ -328,7 +330,9 @@ def _handler(
     unknown = sorted(set(item) - allowed)
     before = len(problems.found)
     if unknown:
-        problems.add(where, f"unknown key(s) {unknown} for a {kind} hook; allowed: {sorted(allowed)}")
+        problems.add(
+            where, f"unknown key(s) {unknown} for a {kind} hook; allowed: {sorted(allowed)}"
+        )
     options = _options(event, item, where, context, kind)
     if len(problems.found) > before:
         return None
@@ -337,7 +341,9 @@ def _handler(
     elif kind == "prompt":
         hook = _prompt(event, item, where, context, options)
     else:
-        hook = _python(event, item, where, context, options)
+        hook = build_python_hook(
+            event, item, where, context.problems.add, context.project_dir, options
+        )
     if hook is not None and item_matcher:
         _check_registration(hook, where, context)
     return hook
@@ -366,7 +372,9 @@ def _options(
         options["timeout"] = None if timeout is None else float(timeout)
     on_failure = item.get("on_failure", "deny")
     if on_failure not in ("deny", "allow"):
-        problems.add(where, f'on_failure must be "deny" (fail closed) or "allow", got {on_failure!r}')
+        problems.add(
+            where, f'on_failure must be "deny" (fail closed) or "allow", got {on_failure!r}'
+        )
     elif "on_failure" in item or kind != "python":
         options["fail_open"] = on_failure == "allow"
     if "matcher" in item:
@@ -403,14 +411,20 @@ def _matcher(event: HookEvent, value: Any, where: str, context: _Context) -> Hoo
             problems.add(where, f"matcher {key} must be a string or a list of strings")
             return None
     try:
-        return HookMatcher(tools=value.get("tools"), paths=value.get("paths"), tiers=value.get("tiers"))
+        return HookMatcher(
+            tools=value.get("tools"), paths=value.get("paths"), tiers=value.get("tiers")
+        )
     except ValueError as error:
         problems.add(where, str(error))
         return None
 
 
 def _command(
-    event: HookEvent, item: Mapping[str, Any], where: str, context: _Context, options: dict[str, Any]
+    event: HookEvent,
+    item: Mapping[str, Any],
+    where: str,
+    context: _Context,
+    options: dict[str, Any],
 ) -> object | None:
     command, args = item.get("command"), item.get("args")
     if (command is None) == (args is None):
@@ -435,7 +449,11 @@ def _command(
 
 
 def _prompt(
-    event: HookEvent, item: Mapping[str, Any], where: str, context: _Context, options: dict[str, Any]
+    event: HookEvent,
+    item: Mapping[str, Any],
+    where: str,
+    context: _Context,
+    options: dict[str, Any],
 ) -> object | None:
     missing = [key for key in ("prompt", "model", "base_url") if key not in item]
     if missing:
@@ -447,7 +465,9 @@ def _prompt(
         return None
     api_key_env = item.get("api_key_env")
     if api_key_env is not None and not (isinstance(api_key_env, str) and api_key_env):
-        context.problems.add(where, f"api_key_env must name an environment variable, got {api_key_env!r}")
+        context.problems.add(
+            where, f"api_key_env must name an environment variable, got {api_key_env!r}"
+        )
         return None
     try:
         return PromptHook(
@@ -462,81 +482,6 @@ def _prompt(
     except (ValueError, AttributeError) as error:
         context.problems.add(where, str(error))
         return None
-
-
-def _python(
-    event: HookEvent, item: Mapping[str, Any], where: str, context: _Context, options: dict[str, Any]
-) -> object | None:
-    problems = context.problems
-    reference, kwargs = item.get("hook"), item.get("options", {})
-    module_name, colon, attr = reference.partition(":") if isinstance(reference, str) else ("", "", "")
-    if not (module_name and colon and attr):
-        problems.add(where, f'hook must read "package.module:Name", got {reference!r}')
-        return None
-    if not isinstance(kwargs, Mapping):
-        problems.add(where, f"options must be a table of keyword arguments, got {kwargs!r}")
-        return None
-    target = _import(module_name, attr, where, context)
-    if target is None:
-        return None
-    if isinstance(target, type):
-        try:
-            hook = target(**kwargs)
-        except Exception as error:  # a constructor's own validation: say what it said
-            problems.add(where, f"{reference}(**options) failed: {type(error).__name__}: {error}")
-            return None
-    elif kwargs:
-        problems.add(where, f"{reference} is not a class; options apply only to classes")
-        return None
-    else:
-        hook = target
-    handles = _events_of(hook)
-    if handles is not None and event not in handles:
-        problems.add(
-            where,
-            f"{reference} handles {', '.join(handles) or 'no event'}, not {event}; list it "
-            f"under hooks.{handles[0] if handles else '<its event>'}",
-        )
-        return None
-    for key, value in options.items():
-        setattr(hook, key, value)
-    return hook
-
-
-def _import(module_name: str, attr: str, where: str, context: _Context) -> Any:
-    root = str(context.project_dir)
-    added = root not in sys.path
-    if added:  # the project's own modules are importable, never shadowing installed ones
-        sys.path.append(root)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as error:
-        context.problems.add(
-            where,
-            f"cannot import {module_name!r} ({type(error).__name__}: {error}); check the module "
-            "path and that it is installed or in the project directory",
-        )
-        return None
-    finally:
-        if added:
-            sys.path.remove(root)
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            context.problems.add(where, f"module {module_name!r} has no attribute {attr!r}")
-            return None
-        target = getattr(target, part)
-    return target
-
-
-def _events_of(hook: object) -> list[str] | None:
-    """The events a Python hook serves; ``None`` for a pure observer (any listing is fine)."""
-    if isinstance(hook, Hook):
-        return [e for e in EVENTS if getattr(type(hook), e) is not getattr(Hook, e)]
-    if isinstance(hook, CategoryHook):
-        return [hook.event]
-    if isinstance(hook, DispatchObserver):
-        return None
-    return []
 
 
 def _check_registration(hook: object, where: str, context: _Context) -> None:

@@ -81,7 +81,9 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
+        return {
+            f.name: _jsonable(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)
+        }
     return repr(value)
 
 

@@ -81,7 +81,8 @@ class PromptHook(CategoryHook):
         parts = urlsplit(base_url) if isinstance(base_url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
-                f"base_url must be an http(s) URL such as https://api.openai.com/v1, got {base_url!r}"
+                "base_url must be an http(s) URL such as https://api.openai.com/v1, "
+                f"got {base_url!r}"
             )
         self.event = event  # type: ignore[misc]  # one class serves every event
         self.prompt = prompt

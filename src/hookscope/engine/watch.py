@@ -82,7 +82,9 @@ class Watch:
             try:
                 self.check()
             except Exception:  # the watch must outlive anything one reload does
-                logger.exception("hook configuration watch on %s failed; it keeps polling", self.path)
+                logger.exception(
+                    "hook configuration watch on %s failed; it keeps polling", self.path
+                )
 
     def check(self) -> bool:
         """Reload now if the file changed; return whether it did (applied or rejected).
