@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from hookscope.demo.agent import DemoAgent
+from hookscope.demo.judge import ScriptedJudge, demo_hooks
 from hookscope.demo.timeline import (
     render,
     render_sessions,
@@ -94,8 +95,12 @@ def run_demo(args: argparse.Namespace) -> int:
         server, _ = _serve_prometheus(args.prometheus_port)
     hook = OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=args.layout)
     try:
-        with tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace:
-            agent = DemoAgent(Path(workspace), hooks=[hook], seed=args.seed)
+        with (
+            tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace,
+            ScriptedJudge() as judge,
+        ):
+            configured = demo_hooks(judge.base_url, Path(workspace))  # demo/hookscope.toml
+            agent = DemoAgent(Path(workspace), hooks=[hook, *configured], seed=args.seed)
             with Progress(console=console, transient=True, disable=args.sessions < 2) as progress:
                 task = progress.add_task("sessions", total=args.sessions)
                 asyncio.run(agent.run(args.sessions, lambda _: progress.advance(task)))
