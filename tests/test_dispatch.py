@@ -383,7 +383,7 @@ async def test_modify_without_request_fails_closed() -> None:
         TURN, LlmRequest("m")
     )
     assert decision.action == "block"
-    assert "modify without a request" in decision.reason
+    assert "modify without a request" in decision.message
 
 
 async def test_decide_hook_timeout_fails_closed() -> None:
@@ -520,7 +520,7 @@ async def test_an_unknown_request_action_blocks() -> None:
         TURN, LlmRequest("m")
     )
     assert decision.action == "block"
-    assert "RequestDecision(action='deny')" in decision.reason
+    assert "RequestDecision(action='deny')" in decision.message
 
 
 async def test_an_unknown_response_action_blocks() -> None:
@@ -528,7 +528,7 @@ async def test_an_unknown_response_action_blocks() -> None:
         TURN, LlmResponse("m")
     )
     assert decision.action == "block"
-    assert "ResponseDecision(action='reject')" in decision.feedback
+    assert "ResponseDecision(action='reject')" in decision.message
 
 
 async def test_a_hook_that_swallows_its_timeout_still_fails_closed() -> None:

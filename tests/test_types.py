@@ -49,14 +49,14 @@ def test_request_decisions() -> None:
     request = LlmRequest(model="m")
     assert RequestDecision.proceed() == RequestDecision(action="proceed")
     assert RequestDecision.modify(request) == RequestDecision(action="modify", request=request)
-    assert RequestDecision.block("pii") == RequestDecision(action="block", reason="pii")
+    assert RequestDecision.block("pii") == RequestDecision(action="block", message="pii")
 
 
 def test_response_decisions() -> None:
     assert ResponseDecision.accept() == ResponseDecision(action="accept")
-    assert ResponseDecision.block("toxic") == ResponseDecision(action="block", feedback="toxic")
+    assert ResponseDecision.block("toxic") == ResponseDecision(action="block", message="toxic")
     assert ResponseDecision.retry_with_feedback("cite sources") == ResponseDecision(
-        action="retry_with_feedback", feedback="cite sources"
+        action="retry_with_feedback", message="cite sources"
     )
 
 

@@ -197,7 +197,7 @@ def _refuse_foreign(hook: object) -> None:
     if foreign:
         hints = "; ".join(f"{m} → {FOREIGN_METHODS[m]}" for m in foreign)
         raise TypeError(
-            f"{type(hook).__qualname__} has another SDK's hook methods and none of "
+            f"{type(hook).__name__} has another SDK's hook methods and none of "
             f"hookscope's, so it would never run: rename them ({hints}) and subclass "
             "hookscope.Hook"
         )
@@ -214,12 +214,11 @@ def not_a_hook(hook: object) -> str:
         name = hook.__name__
         return f"cannot register the class {name}; register an instance: {name}(). {accepted}"
     foreign = next(
-        (k for k in type(hook).__mro__ if not k.__module__.startswith(("hookscope", "builtins"))),
-        None,
+        (k for k in type(hook).__mro__ if k.__module__.startswith("google.antigravity")), None
     )
-    if foreign is not None and foreign.__module__.startswith("google.antigravity"):
+    if foreign is not None:
         return (
-            f"cannot register {type(hook).__qualname__}: it is a google-antigravity hook "
+            f"cannot register {type(hook).__name__}: it is a google-antigravity hook "
             f"({foreign.__module__}.{foreign.__qualname__}); subclass hookscope.hooks."
             f"{foreign.__name__} (same run(context, data)) or hookscope.Hook instead. {accepted}"
         )

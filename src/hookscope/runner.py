@@ -14,7 +14,6 @@ is one such observer.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
 import os
@@ -167,10 +166,11 @@ class HookRunner:
                 outcome = await turn.call_tool(ToolCall("view_file", {"path": p}), view_file)
     """
 
-    __slots__ = ("_entries", "_table", "notifier")
+    __slots__ = ("_entries", "_observed", "_table", "notifier")
 
     def __init__(self, hooks: Iterable[object] = ()) -> None:
         self._entries: tuple[tuple[object, list[tuple[HookEvent, Registration]]], ...] = ()
+        self._observed: tuple[object, ...] = ()  # observers added with observe()
         self._table = Table.build(())
         #: The one notifier observers are told through; adapters report through it too.
         self.notifier = Notifier()
@@ -226,7 +226,9 @@ class HookRunner:
             position = min(position, index)
         fresh: list[tuple[object, list[tuple[HookEvent, Registration]]]] = []
         for hook in new:
-            if any(h is hook for h, _ in entries) or any(h is hook for h, _ in fresh):
+            if any(h is hook for h, _ in (*entries, *fresh)) or any(
+                o is hook for o in self._observed
+            ):
                 raise ValueError(f"{hook!r} is already registered with this runner")
             pairs = registrations(hook)
             is_observer = _is_observer(hook)
@@ -238,9 +240,11 @@ class HookRunner:
         entries[position:position] = fresh
         self._entries = tuple(entries)
         self._table = Table.build(self._entries)
-        observers = [h for h, _ in self._entries if _is_observer(h)]
-        extra = [o for o in self.notifier.observers if not any(o is h for h, _ in self._entries)]
-        self.notifier = Notifier([*observers, *extra])
+        self._notify_observers()
+
+    def _notify_observers(self) -> None:
+        registered = [h for h, _ in self._entries if _is_observer(h)]
+        self.notifier = Notifier([*registered, *self._observed])
 
     @property
     def hooks(self) -> tuple[object, ...]:
@@ -268,12 +272,13 @@ class HookRunner:
             # Twice observed, it would open every scope twice and leave one span unended.
             raise ValueError(f"{observer!r} is already observed by this runner")
         _check_observer(observer)
-        self.notifier = Notifier([*self.notifier.observers, observer])
+        self._observed = (*self._observed, observer)
+        self._notify_observers()
 
         def undo() -> None:
-            current = self.notifier.observers
-            if any(o is observer for o in current):
-                self.notifier = Notifier([o for o in current if o is not observer])
+            if any(o is observer for o in self._observed):
+                self._observed = tuple(o for o in self._observed if o is not observer)
+                self._notify_observers()
 
         return undo
 
@@ -607,8 +612,9 @@ def _abandon(task: asyncio.Task[Any], name: str, timeout: float) -> None:
 
     Closing the coroutine raises ``GeneratorExit`` at its ``await`` (which ``except
     Exception`` does not catch) and a second cancel then ends the task, so it cannot keep
-    the event loop — and the process — alive. A hook that survives even that is kept
-    referenced until it ends, and logged.
+    the event loop alive. A hook that survives even that (it catches ``BaseException``) is
+    taken off the loop's task list, so ``asyncio.run`` does not wait for it at exit and the
+    process can end; it is kept referenced until it ends, and counted.
     """
     logger.warning(
         "hook %r ignored its cancellation after its %gs timeout; abandoned", name, timeout
@@ -618,8 +624,14 @@ def _abandon(task: asyncio.Task[Any], name: str, timeout: float) -> None:
     coro = task.get_coro()
     close = getattr(coro, "close", None)
     if close is not None:
-        with contextlib.suppress(RuntimeError):  # it caught GeneratorExit and awaited again
+        try:
             close()
+        except RuntimeError:  # it caught GeneratorExit and awaited again: unkillable
+            # asyncio has no public way to stop tracking a task; without this, shutdown's
+            # cancel-and-wait of every task would wait for this one forever.
+            unregister = getattr(asyncio.tasks, "_unregister_task", None)
+            if unregister is not None:
+                unregister(task)
     task.cancel()
 
 

@@ -9,6 +9,7 @@ site.
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -280,7 +281,13 @@ class RequestDecision:
 
     action: RequestAction = "proceed"
     request: LlmRequest | None = None
-    reason: str = ""
+    message: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Deprecated alias of :attr:`message` (removed in 0.3)."""
+        _renamed("RequestDecision.reason", "RequestDecision.message")
+        return self.message
 
     @classmethod
     def proceed(cls) -> RequestDecision:
@@ -293,9 +300,9 @@ class RequestDecision:
         return cls(action="modify", request=request)
 
     @classmethod
-    def block(cls, reason: str) -> RequestDecision:
-        """Do not send the request; ``reason`` says why."""
-        return cls(action="block", reason=reason)
+    def block(cls, message: str) -> RequestDecision:
+        """Do not send the request; ``message`` says why."""
+        return cls(action="block", message=message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +310,13 @@ class ResponseDecision:
     """An ``on_llm_response`` hook's verdict. Build it with the classmethods."""
 
     action: ResponseAction = "accept"
-    feedback: str = ""
+    message: str = ""
+
+    @property
+    def feedback(self) -> str:
+        """Deprecated alias of :attr:`message` (removed in 0.3)."""
+        _renamed("ResponseDecision.feedback", "ResponseDecision.message")
+        return self.message
 
     @classmethod
     def accept(cls) -> ResponseDecision:
@@ -311,14 +324,18 @@ class ResponseDecision:
         return _ACCEPT
 
     @classmethod
-    def block(cls, reason: str) -> ResponseDecision:
-        """Discard the response; ``reason`` says why."""
-        return cls(action="block", feedback=reason)
+    def block(cls, message: str) -> ResponseDecision:
+        """Discard the response; ``message`` says why."""
+        return cls(action="block", message=message)
 
     @classmethod
-    def retry_with_feedback(cls, feedback: str) -> ResponseDecision:
-        """Ask the model again, telling it ``feedback``."""
-        return cls(action="retry_with_feedback", feedback=feedback)
+    def retry_with_feedback(cls, message: str) -> ResponseDecision:
+        """Ask the model again, telling it ``message``."""
+        return cls(action="retry_with_feedback", message=message)
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 _PROCEED = RequestDecision()

@@ -504,7 +504,7 @@ class OTelHook(DispatchObserver):
     def _pre_llm_request(
         self, scope: TurnScope, request: LlmRequest, decision: Any, by: Any
     ) -> None:
-        attributes = self._guardrail(scope, sc.STAGE_REQUEST, decision.action, by, decision.reason)
+        attributes = self._guardrail(scope, sc.STAGE_REQUEST, decision.action, by, decision.message)
         chat = scope.chat
         if chat is None:
             return
@@ -518,7 +518,7 @@ class OTelHook(DispatchObserver):
         self, scope: TurnScope, response: LlmResponse, decision: Any, by: Any
     ) -> None:
         attributes = self._guardrail(
-            scope, sc.STAGE_RESPONSE, decision.action, by, decision.feedback
+            scope, sc.STAGE_RESPONSE, decision.action, by, decision.message
         )
         chat = scope.chat
         if response.usage is not None:
