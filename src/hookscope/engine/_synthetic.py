@@ -56,9 +56,9 @@ def _verdict(result: Any, error: BaseException | None) -> tuple[str, str]:
             return "ask", result.message
         return ("allow" if result.allow else "deny"), result.message
     if isinstance(result, RequestDecision):
-        return ("deny" if result.action == "block" else "allow"), result.reason
+        return ("deny" if result.action == "block" else "allow"), result.message
     if isinstance(result, ResponseDecision):
-        return ("allow" if result.action == "accept" else "deny"), result.feedback
+        return ("allow" if result.action == "accept" else "deny"), result.message
     return "answered", repr(result)[:200]
 
 
