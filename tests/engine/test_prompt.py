@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 
@@ -163,10 +165,43 @@ async def test_a_missing_api_key_fails_and_on_failure_allow_lets_it_pass(
     assert (await dispatch(opened, "pre_tool_call", CALL)).result == HookResult()
 
 
-async def test_the_api_key_is_sent_as_a_bearer_token(
-    server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+class _Recording(BaseHTTPRequestHandler):
+    """Answers every chat completion with ok, recording the headers it was sent."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(dict(self.headers.items()))
+        message = {"role": "assistant", "content": '{"ok": true}'}
+        body = json.dumps({"model": "m", "choices": [{"message": message}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+async def test_the_api_key_is_sent_as_a_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOKSCOPE_TEST_KEY", "sk-test")
-    hook = judge(server, "JUDGE-ALLOW", api_key_env="HOOKSCOPE_TEST_KEY")
-    assert hook._headers() == {"Authorization": "Bearer sk-test"}
-    assert (await dispatch(HookRunner([hook]), "pre_tool_call", CALL)).result == HookResult()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        hook = PromptHook(
+            "pre_tool_call",
+            prompt="x",
+            model="m",
+            base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+            api_key_env="HOOKSCOPE_TEST_KEY",
+        )
+        assert (await dispatch(HookRunner([hook]), "pre_tool_call", CALL)).result == HookResult()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+    assert [headers["Authorization"] for headers in _Recording.seen] == ["Bearer sk-test"]
