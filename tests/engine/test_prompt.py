@@ -76,7 +76,6 @@ async def test_ok_false_denies_with_the_reason_and_reports_the_model_call(
     assert (run.hook_type, run.verdict) == ("prompt", "deny")
     port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
     assert run.attributes == {
-        "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "small",
         "gen_ai.response.model": "judge-1",
         "gen_ai.response.finish_reasons": "stop",

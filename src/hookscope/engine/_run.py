@@ -15,7 +15,6 @@ __all__ = ["record"]
 
 PROCESS_EXIT_CODE: Final = "process.exit.code"
 PROCESS_EXECUTABLE_NAME: Final = "process.executable.name"
-GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"

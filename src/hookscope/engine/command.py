@@ -193,6 +193,9 @@ class CommandHook(CategoryHook):
                     f"args must be a non-empty list of strings (program first), got {args!r}"
                 )
             args = tuple(args)
+            argv: tuple[str, ...] = args
+        else:
+            argv = (_SHELL, "-c", str(command))
         self.event = event  # type: ignore[misc]  # one class serves every event
         self.command = command
         self.args = args
@@ -203,7 +206,7 @@ class CommandHook(CategoryHook):
         self.project_dir = str(Path(project_dir or os.getcwd()).resolve())
         self.tool_names = dict(tool_names or {})
         self.executable = _executable(command, args)
-        self._argv: tuple[str, ...] = (_SHELL, "-c", command) if command is not None else args  # type: ignore[assignment]
+        self._argv = argv
         #: Runs being terminated in the background (kept referenced until reaped).
         self._reapers: set[asyncio.Future[None]] = set()
 

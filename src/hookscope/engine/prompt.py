@@ -130,8 +130,9 @@ class PromptHook(CategoryHook):
                 {"role": "user", "content": self.render(envelope.decode())},
             ],
         }
+        # The run's span is an execute_hook span, not a chat span: no gen_ai.operation.name,
+        # which span consumers (and the demo's timeline) read as "this span is a model call".
         for key, value in (
-            (_run.GEN_AI_OPERATION_NAME, "chat"),
             (_run.GEN_AI_REQUEST_MODEL, self.model),
             (_run.SERVER_ADDRESS, self._host),
             (_run.SERVER_PORT, self._port),
