@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from hookscope.engine import load
+from hookscope.matching import TIERS_KEY
 from hookscope.runner import HookRunner
 from hookscope.types import ToolCall
 
-from .conftest import dispatch
+from .conftest import dispatch, operation
 
 
 def _marking(tmp_path: Path, name: str) -> str:
@@ -88,3 +89,28 @@ async def test_claude_matchers_use_the_agent_names_and_scripts_see_claude_names(
         "Bash",
         {"CommandLine": "ls"},
     )
+
+
+async def test_a_tiers_matcher_reads_the_session_tier_table(tmp_path: Path) -> None:
+    table = load(
+        {
+            "hooks": {
+                "pre_tool_call": [
+                    {
+                        "type": "command",
+                        "name": "confirm-tier",
+                        "matcher": {"tiers": ["confirm"]},
+                        "command": _marking(tmp_path, "tier"),
+                    },
+                ]
+            }
+        }
+    )
+    runner = HookRunner(table)
+    tiers = {"view_file": "observe", "*": "confirm"}
+    results = []
+    for call in (ToolCall("view_file"), ToolCall("run_command")):
+        context = operation(call)
+        context.session.set(TIERS_KEY, tiers)
+        results.append((await runner.dispatch("pre_tool_call", context, call)).result.allow)
+    assert results == [True, False]
