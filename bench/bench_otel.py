@@ -254,7 +254,7 @@ def antigravity_otel(tracing: _Tracing, hooks: int) -> Bench:
 
     async def session() -> None:
         runner.session_context = session_context()  # one per session, as a new Agent makes
-        await runner.dispatch_on_session_start()
+        await runner.dispatch_session_start()
         _, turn = await runner.dispatch_pre_turn(PROMPT)
         for pre_step, call, post_step in work:
             await runner.dispatch_pre_step(turn, pre_step)
@@ -264,7 +264,7 @@ def antigravity_otel(tracing: _Tracing, hooks: int) -> Bench:
             await runner.dispatch_post_tool_call(operation, result)
             await runner.dispatch_post_step(turn, post_step)
         await runner.dispatch_post_turn(turn, "done")
-        await runner.dispatch_on_session_end()
+        await runner.dispatch_session_end()
 
     return Bench(session, _collector(tracing, None))
 

@@ -161,14 +161,14 @@ def ag_low_level(calls_per_session: int = CALLS_PER_SESSION) -> SessionFn:
     async def session() -> None:
         # antigravity keeps one session context per runner; a new session gets a new one.
         runner.session_context = session_context()
-        await runner.dispatch_on_session_start()
+        await runner.dispatch_session_start()
         _, turn_context = await runner.dispatch_pre_turn("prompt")
         for call in calls:
             _, effective, operation = await runner.dispatch_pre_tool_call(turn_context, call)
             result = tool_result(name=effective.name, id=effective.id, result="ok")
             await runner.dispatch_post_tool_call(operation, result)
         await runner.dispatch_post_turn(turn_context, "")
-        await runner.dispatch_on_session_end()
+        await runner.dispatch_session_end()
 
     return session
 

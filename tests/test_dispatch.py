@@ -199,13 +199,15 @@ async def test_modified_args_merge_in_order_into_the_call_the_next_hook_sees() -
 
 
 async def test_unmodified_allowed_call_is_equal_with_read_only_args() -> None:
-    original = ToolCall("t", {"a": 1, "tags": ["x"]})
+    tags = ["x"]
+    original = ToolCall("t", {"a": 1, "tags": tags})
     result, call = await _runner([], None, HookResult()).dispatch_pre_tool_call(OPERATION, original)
-    assert call == original
+    assert call is original  # frozen when built: nothing to copy
     assert result == HookResult()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         call.args["a"] = 2  # type: ignore[index]
-    assert call.args["tags"] is not original.args["tags"]  # mutable values are copies
+    assert call.args["tags"] == tags
+    assert call.args["tags"] is not tags  # the caller's list is not the call's
 
 
 # --- pre_llm_request: modify chains; stop at first block ---

@@ -156,26 +156,32 @@ def _check_result(value: Any) -> None:
 
 
 _IMMUTABLE: Final = (str, int, float, bool, bytes, type(None), frozenset)
+_IMMUTABLE_TYPES: Final = frozenset(_IMMUTABLE)
 
 
-def _frozen_value(value: Any) -> Any:
-    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+def _all_immutable(args: Mapping[str, Any]) -> bool:
+    types = _IMMUTABLE_TYPES
+    for value in args.values():
+        if type(value) not in types and not isinstance(value, _IMMUTABLE):
+            return False
+    return True
 
 
 def freeze_call(call: ToolCall) -> ToolCall:
-    """``call`` with read-only arguments, mutable values deep-copied.
+    """``call`` with read-only arguments.
 
-    Hooks share one call object: without this, a hook could mutate the mapping (or a list in
-    it) after the policy looked, and the tool would run what nobody approved.
+    A :class:`ToolCall` freezes its arguments when built; this covers one whose ``args`` were
+    swapped in behind its back (``object.__setattr__``), so the runner never trusts that.
     """
-    args = call.args
-    return call.with_args(MappingProxyType({key: _frozen_value(v) for key, v in args.items()}))
+    if type(call.args) is MappingProxyType:
+        return call
+    return ToolCall(call.name, call.args, call.id, call.server)
 
 
 def _snapshot(args: Mapping[str, Any]) -> Any:
     """What a policy decided on: the read-only mapping itself, or a deep copy when it holds
     mutable values (which a later hook could change in place)."""
-    if all(isinstance(v, _IMMUTABLE) for v in args.values()):
+    if _all_immutable(args):
         return args
     return copy.deepcopy(dict(args))
 

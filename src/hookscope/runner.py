@@ -23,7 +23,16 @@ from time import perf_counter
 from typing import Any, Final, Generic, TypeVar, cast, final
 
 from hookscope import _events as rules
-from hookscope._events import RULES, Fold, HookFailure, HookTimeoutError, Rule, freeze_call
+from hookscope._events import (
+    GO_ON,
+    RULES,
+    STOP,
+    Fold,
+    HookFailure,
+    HookTimeoutError,
+    Rule,
+    freeze_call,
+)
 from hookscope._notify import OBSERVER_METHODS, HookRun, Notifier
 from hookscope._registry import Registration, Table, not_a_hook, registrations
 from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
@@ -317,6 +326,7 @@ class HookRunner:
             if observed:
                 started = perf_counter()
             error: Exception | None = None
+            step = GO_ON
             try:
                 if registration.traced:
                     value = await self._call_traced(registration, event, context, fold.data)
@@ -326,21 +336,22 @@ class HookRunner:
                         value = await value
                 else:
                     value = await _with_timeout(registration, context, fold.data)
-                # ``None`` never stops a dispatch nor breaks a rule: skip the rule for it.
-                step = rules.GO_ON if value is None else rule.step(fold, value)
+                if value is not None:  # None never stops a dispatch nor breaks a rule
+                    step = rule.step(fold, value)
             except Exception as exc:
                 value, error = None, exc
-                failed_closed = self._hook_failed(rule, registration, event, fold, exc)
-                step = rules.STOP if failed_closed else rules.GO_ON
+                if self._hook_failed(rule, registration, event, fold, exc):
+                    step = STOP
             if observed:
                 notifier.hook_finished(
                     event, registration.name, context, value, error, perf_counter() - started
                 )
-            if step == rules.STOP:
-                decided_by = registration.name
-                break
-            if step == rules.TENTATIVE and tentative is None:
-                tentative = registration.name
+            if step:
+                if step == STOP:
+                    decided_by = registration.name
+                    break
+                if tentative is None:  # TENTATIVE: decides unless a later hook stops
+                    tentative = registration.name
         result = rule.finish(fold)
         if decided_by is None:
             decided_by = tentative

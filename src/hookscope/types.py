@@ -8,10 +8,12 @@ site.
 
 from __future__ import annotations
 
+import copy
 import enum
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 __all__ = [
@@ -33,6 +35,10 @@ __all__ = [
 ]
 
 
+# Values a call's arguments may hold as they are: nothing in them can change.
+_IMMUTABLE_TYPES = frozenset({str, int, float, bool, bytes, type(None), frozenset})
+
+
 class HookscopeError(Exception):
     """Base class of every exception hookscope raises on its own account.
 
@@ -50,7 +56,8 @@ class ToolCall:
 
     Args:
         name: The tool's name as the model called it.
-        args: Keyword arguments for the tool.
+        args: Keyword arguments for the tool; stored read-only (a ``MappingProxyType``),
+            with mutable values (lists, dicts) copied.
         id: The call id the model gave (empty when it gave none).
         server: The MCP server the tool belongs to, or ``None`` for a local tool. Policies
             match ``server/tool`` rules only against calls that carry a server.
@@ -61,9 +68,21 @@ class ToolCall:
     id: str = ""
     server: str | None = None
 
+    def __post_init__(self) -> None:
+        # Read-only from birth: every hook sees the same call, so none may change it under the
+        # others (or under the policy that approved it). Mutable values are copied so the
+        # caller's own lists and dicts are not the call's.
+        args = self.args
+        if type(args) is not MappingProxyType:
+            frozen = {
+                key: value if type(value) in _IMMUTABLE_TYPES else copy.deepcopy(value)
+                for key, value in args.items()
+            }
+            object.__setattr__(self, "args", MappingProxyType(frozen))
+
     def with_args(self, args: Mapping[str, Any]) -> ToolCall:
         """Return a copy of this call with ``args`` replacing its arguments."""
-        return replace(self, args=args)
+        return ToolCall(self.name, args, self.id, self.server)
 
     @property
     def qualified_name(self) -> str:
