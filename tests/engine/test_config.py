@@ -417,6 +417,7 @@ def test_claude_settings_errors(tmp_path: Path) -> None:
             "PostToolUse": {"matcher": "Bash"},
             "Stop": [{"matcher": "x", "hooks": [{"type": "command", "command": "true"}]}],
             "UserPromptSubmit": [{"hooks": [{"type": "prompt", "prompt": "ok?"}]}],
+            "pre_tool_call": [],
         }
     }
     path = write(tmp_path / "settings.json", json.dumps(settings))
@@ -429,6 +430,8 @@ def test_claude_settings_errors(tmp_path: Path) -> None:
         "hooks.Stop[0]: a matcher has no effect on Stop; remove it",
         "hooks.UserPromptSubmit[0].hooks[0]: a prompt hook needs model, base_url: the template, "
         "the model and an OpenAI-compatible base_url such as https://api.openai.com/v1",
+        "hooks.pre_tool_call: hookscope's event names cannot be mixed with Claude Code's in one "
+        "file; write 'PreToolUse' here, or move this to hookscope.toml",
     )
 
 

@@ -50,6 +50,7 @@ _KEYS: Final[Mapping[str, frozenset[str]]] = {
 _MATCHER_KEYS: Final = frozenset({"tools", "paths", "tiers"})
 # What Claude Code's matchers on non-tool events are matched against, as hookscope runs them.
 _CLAUDE_SOURCES: Final[Mapping[str, str]] = {"SessionStart": "startup", "PreCompact": "auto"}
+_CLAUDE_NAMES: Final = {ours: theirs for theirs, ours in CLAUDE_EVENTS.items()}
 _NAMES: Final = re.compile(r"[\w\-]+(?:\|[\w\-]+)*")
 
 
@@ -232,12 +233,7 @@ def _load_hookscope(
     for event, items in hooks.items():
         where = f"{prefix}hooks.{event}"
         if event not in EVENTS:
-            hint = (
-                f"Claude Code's {event} is hookscope's {CLAUDE_EVENTS[event]}"
-                if event in CLAUDE_EVENTS
-                else f"use one of {', '.join(EVENTS)}"
-            )
-            context.problems.add(where, f"unknown event {event!r}; {hint}")
+            context.problems.add(where, f"unknown event {event!r}; use one of {', '.join(EVENTS)}")
             continue
         if not isinstance(items, list):
             context.problems.add(where, f"must be a list of tables ([[{where}]]), got {items!r}")
@@ -251,6 +247,13 @@ def _load_hookscope(
 def _load_claude(hooks: Mapping[str, Any], context: _Context, entries: list[HookEntry]) -> None:
     for name, groups in hooks.items():
         where = f"hooks.{name}"
+        if name in EVENTS:  # read as Claude Code settings because other keys are Claude's
+            context.problems.add(
+                where,
+                f"hookscope's event names cannot be mixed with Claude Code's in one file; "
+                f"write {_CLAUDE_NAMES.get(name, name)!r} here, or move this to hookscope.toml",
+            )
+            continue
         if name not in CLAUDE_EVENTS:
             context.problems.add(
                 where,
