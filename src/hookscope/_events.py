@@ -9,10 +9,12 @@ This is DESIGN §2 as data.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Generic, Literal, TypeVar, final, get_args
 
+from hookscope._registry import Registration
 from hookscope.hooks import HookEvent
 from hookscope.types import (
     Answer,
@@ -28,6 +30,8 @@ from hookscope.types import (
     ToolCall,
 )
 
+logger = logging.getLogger("hookscope")
+
 __all__ = [
     "ALLOW",
     "GO_ON",
@@ -40,6 +44,7 @@ __all__ = [
     "HookTimeoutError",
     "Rule",
     "freeze_call",
+    "hook_failed",
     "type_path",
 ]
 
@@ -411,3 +416,27 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "pre_compaction": PRE_COMPACTION,
     "on_compaction": _INSPECT,
 }
+
+
+def hook_failed(
+    rule: Rule[Any], registration: Registration, event: HookEvent, fold: Fold, error: Exception
+) -> bool:
+    """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
+    closes = rule.kind == "decide" and not registration.fail_open
+    consequence = "failing closed" if closes else "ignored"
+    if registration.failed_before:
+        logger.debug(
+            "hook %r failed again in %s: %r (%s)", registration.name, event, error, consequence
+        )
+    else:
+        registration.failed_before = True
+        logger.warning(
+            "hook %r failed in %s (%s); later failures of this hook log at DEBUG",
+            registration.name,
+            event,
+            consequence,
+            exc_info=error,
+        )
+    if closes:
+        fold.result = rule.fail_closed(registration.name, event, error)
+    return closes

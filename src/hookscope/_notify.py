@@ -15,8 +15,18 @@ from time import perf_counter
 from typing import Any, Final, final
 
 from hookscope.context import HookContext
+from hookscope.hooks import HookEvent
+from hookscope.types import HookResult
 
-__all__ = ["OBSERVER_METHODS", "HookRun", "Notifier"]
+__all__ = [
+    "OBSERVER_METHODS",
+    "DispatchObserver",
+    "HookRun",
+    "Notifier",
+    "check_observer",
+    "is_observer",
+    "verdict_of",
+]
 
 logger = logging.getLogger("hookscope")
 
@@ -65,6 +75,56 @@ class HookRun:
             f"HookRun(event={self.event!r}, hook_name={self.hook_name!r}, "
             f"hook_type={self.hook_type!r}, verdict={self.verdict!r})"
         )
+
+
+class DispatchObserver:
+    """Base class for objects that watch dispatches without changing them.
+
+    Override what you need; every method is a no-op. Methods are called synchronously, in the
+    task that dispatches, and must not block. An observer that raises is logged once and
+    otherwise ignored. ``scope_started``/``scope_ended`` are called in the scope's own task,
+    properly nested, so an observer may attach a ``contextvars`` value on start and reset it
+    on end (OTelHook makes each scope's span current this way); ``hook_run_started`` and
+    ``hook_run_finished`` bracket each run of a command or prompt hook the same way.
+    """
+
+    def scope_started(self, context: HookContext) -> None:
+        """A session, turn or operation scope opened (before its first dispatch)."""
+
+    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
+        """A scope closed; ``error`` is what ended it abnormally, including cancellation."""
+
+    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
+        """``event`` is about to run its hooks on ``data``."""
+
+    def hook_finished(
+        self,
+        event: HookEvent,
+        hook_name: str,
+        context: HookContext,
+        result: Any,
+        error: BaseException | None,
+        duration_s: float,
+    ) -> None:
+        """One hook returned ``result`` or failed with ``error``."""
+
+    def dispatch_finished(
+        self,
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        result: Any,
+        decided_by: str | None,
+    ) -> None:
+        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
+
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook is about to run (``execute_hook`` spans start here)."""
+
+    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
+        """A command or prompt hook finished; ``run`` holds its verdict and attributes."""
+
+    __module__ = "hookscope.runner"
 
 
 @final
@@ -160,3 +220,28 @@ class Notifier:
             logger.exception(
                 "dispatch observer %r failed; its further failures are not logged", callback
             )
+
+
+def verdict_of(value: Any) -> str:
+    """How a hook run reads in telemetry: allow, deny, ask or none (no opinion)."""
+    if value is None:
+        return "none"
+    if isinstance(value, HookResult):
+        return "ask" if value.confirm else ("allow" if value.allow else "deny")
+    action = getattr(value, "action", None)
+    if action in ("block", "retry_with_feedback"):
+        return "deny"
+    return "allow"
+
+
+def is_observer(hook: object) -> bool:
+    return isinstance(hook, DispatchObserver)
+
+
+def check_observer(observer: object) -> None:
+    missing = [m for m in OBSERVER_METHODS if not callable(getattr(observer, m, None))]
+    if missing:
+        raise TypeError(
+            f"cannot observe {observer!r}: it has no {', '.join(missing)}; "
+            "subclass hookscope.runner.DispatchObserver"
+        )

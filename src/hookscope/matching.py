@@ -18,10 +18,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, final
 
-from hookscope.context import HookContext
-from hookscope.types import ToolCall
+from hookscope.context import HookContext, OperationContext
+from hookscope.types import ToolCall, ToolResult
 
-__all__ = ["PATH_ARGUMENTS", "TIERS_KEY", "TOOL_EVENTS", "HookMatcher"]
+__all__ = ["PATH_ARGUMENTS", "TIERS_KEY", "TOOL_EVENTS", "HookMatcher", "call_of"]
 
 #: The context key under which a tier table (tool name → tier, ``"*"`` for the default) is
 #: stored; :class:`hookscope.builtins.ToolTiers` puts its table there when a session starts.
@@ -248,3 +248,16 @@ class HookMatcher:
             if value is not None
         ]
         return f"HookMatcher({', '.join(given)})"
+
+
+def call_of(context: HookContext, data: Any) -> ToolCall:
+    """The call a tool event concerns: the (effective) call itself, or the operation's."""
+    if type(data) is ToolCall:
+        return data
+    if type(data) is ToolResult:
+        return data.call
+    call = context.call if isinstance(context, OperationContext) else None
+    return call if call is not None else _NO_CALL
+
+
+_NO_CALL: Final = ToolCall("")

@@ -13,7 +13,6 @@ is one such observer.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import os
@@ -32,10 +31,19 @@ from hookscope._events import (
     HookTimeoutError,
     Rule,
     freeze_call,
+    hook_failed,
 )
-from hookscope._notify import OBSERVER_METHODS, HookRun, Notifier
+from hookscope._notify import (
+    DispatchObserver,
+    HookRun,
+    Notifier,
+    check_observer,
+    is_observer,
+    verdict_of,
+)
 from hookscope._registry import Registration, Table, not_a_hook, registrations
 from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
+from hookscope._timeouts import abandoned_hooks, with_timeout
 from hookscope.context import (
     HookContext,
     OperationContext,
@@ -43,6 +51,7 @@ from hookscope.context import (
     TurnContext,
 )
 from hookscope.hooks import CategoryHook, Hook, HookEvent
+from hookscope.matching import call_of
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -70,6 +79,7 @@ __all__ = [
     "SessionScope",
     "ToolOutcome",
     "TurnScope",
+    "abandoned_hooks",
     "current_hook_run",
 ]
 
@@ -85,54 +95,6 @@ _CURRENT_RUN: Final[contextvars.ContextVar[HookRun | None]] = contextvars.Contex
 def current_hook_run() -> HookRun | None:
     """The run of the command or prompt hook being called, for it to report attributes."""
     return _CURRENT_RUN.get()
-
-
-class DispatchObserver:
-    """Base class for objects that watch dispatches without changing them.
-
-    Override what you need; every method is a no-op. Methods are called synchronously, in the
-    task that dispatches, and must not block. An observer that raises is logged once and
-    otherwise ignored. ``scope_started``/``scope_ended`` are called in the scope's own task,
-    properly nested, so an observer may attach a ``contextvars`` value on start and reset it
-    on end (OTelHook makes each scope's span current this way); ``hook_run_started`` and
-    ``hook_run_finished`` bracket each run of a command or prompt hook the same way.
-    """
-
-    def scope_started(self, context: HookContext) -> None:
-        """A session, turn or operation scope opened (before its first dispatch)."""
-
-    def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
-        """A scope closed; ``error`` is what ended it abnormally, including cancellation."""
-
-    def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
-        """``event`` is about to run its hooks on ``data``."""
-
-    def hook_finished(
-        self,
-        event: HookEvent,
-        hook_name: str,
-        context: HookContext,
-        result: Any,
-        error: BaseException | None,
-        duration_s: float,
-    ) -> None:
-        """One hook returned ``result`` or failed with ``error``."""
-
-    def dispatch_finished(
-        self,
-        event: HookEvent,
-        context: HookContext,
-        data: Any,
-        result: Any,
-        decided_by: str | None,
-    ) -> None:
-        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
-
-    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
-        """A command or prompt hook is about to run (``execute_hook`` spans start here)."""
-
-    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
-        """A command or prompt hook finished; ``run`` holds its verdict and attributes."""
 
 
 @final
@@ -240,11 +202,11 @@ class HookRunner:
             ):
                 raise ValueError(f"{hook!r} is already registered with this runner")
             pairs = registrations(hook)
-            is_observer = _is_observer(hook)
-            if not pairs and not is_observer and not isinstance(hook, (Hook, CategoryHook)):
+            observes = is_observer(hook)
+            if not pairs and not observes and not isinstance(hook, (Hook, CategoryHook)):
                 raise TypeError(not_a_hook(hook))
-            if is_observer:
-                _check_observer(hook)
+            if observes:
+                check_observer(hook)
             fresh.append((hook, pairs))
         entries[position:position] = fresh
         self._entries = tuple(entries)
@@ -252,7 +214,7 @@ class HookRunner:
         self._notify_observers()
 
     def _notify_observers(self) -> None:
-        registered = [h for h, _ in self._entries if _is_observer(h)]
+        registered = [h for h, _ in self._entries if is_observer(h)]
         self.notifier = Notifier([*registered, *self._observed])
 
     @property
@@ -280,7 +242,7 @@ class HookRunner:
         if any(o is observer for o in self.notifier.observers):
             # Twice observed, it would open every scope twice and leave one span unended.
             raise ValueError(f"{observer!r} is already observed by this runner")
-        _check_observer(observer)
+        check_observer(observer)
         self._observed = (*self._observed, observer)
         self._notify_observers()
 
@@ -321,7 +283,7 @@ class HookRunner:
         started = 0.0
         for registration in registrations:
             matcher = registration.matcher
-            if matcher is not None and not matcher.matches(_call_of(context, fold.data), context):
+            if matcher is not None and not matcher.matches(call_of(context, fold.data), context):
                 continue
             if observed:
                 started = perf_counter()
@@ -335,12 +297,12 @@ class HookRunner:
                     if registration.is_async or (value is not None and is_awaitable(value)):
                         value = await value
                 else:
-                    value = await _with_timeout(registration, context, fold.data)
+                    value = await with_timeout(registration, context, fold.data)
                 if value is not None:  # None never stops a dispatch nor breaks a rule
                     step = rule.step(fold, value)
             except Exception as exc:
                 value, error = None, exc
-                if self._hook_failed(rule, registration, event, fold, exc):
+                if hook_failed(rule, registration, event, fold, exc):
                     step = STOP
             if observed:
                 notifier.hook_finished(
@@ -376,8 +338,8 @@ class HookRunner:
                 if registration.is_async or (value is not None and is_awaitable(value)):
                     value = await value
             else:
-                value = await _with_timeout(registration, context, data)
-            run.verdict = _verdict(value)
+                value = await with_timeout(registration, context, data)
+            run.verdict = verdict_of(value)
             return value
         except BaseException as error:
             run.error = error
@@ -420,30 +382,6 @@ class HookRunner:
             )
         why = "the user did not confirm" if reply is None else f"the user answered {reply.text!r}"
         return HookResult(allow=False, message=f"{reason} ({why})", decision=decision)
-
-    @staticmethod
-    def _hook_failed(
-        rule: Rule[Any], registration: Registration, event: HookEvent, fold: Fold, error: Exception
-    ) -> bool:
-        """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
-        closes = rule.kind == "decide" and not registration.fail_open
-        consequence = "failing closed" if closes else "ignored"
-        if registration.failed_before:
-            logger.debug(
-                "hook %r failed again in %s: %r (%s)", registration.name, event, error, consequence
-            )
-        else:
-            registration.failed_before = True
-            logger.warning(
-                "hook %r failed in %s (%s); later failures of this hook log at DEBUG",
-                registration.name,
-                event,
-                consequence,
-                exc_info=error,
-            )
-        if closes:
-            fold.result = rule.fail_closed(registration.name, event, error)
-        return closes
 
     # --- low-level dispatch, one coroutine per event (for adapters) ---
 
@@ -544,108 +482,7 @@ class HookRunner:
         return SessionScope(self, context)
 
 
-def _call_of(context: HookContext, data: Any) -> ToolCall:
-    """The call a tool event concerns: the (effective) call itself, or the operation's."""
-    if type(data) is ToolCall:
-        return data
-    if type(data) is ToolResult:
-        return data.call
-    call = context.call if isinstance(context, OperationContext) else None
-    return call if call is not None else _NO_CALL
-
-
-_NO_CALL: Final = ToolCall("")
-
-
-def _verdict(value: Any) -> str:
-    """How a hook run reads in telemetry: allow, deny, ask or none (no opinion)."""
-    if value is None:
-        return "none"
-    if isinstance(value, HookResult):
-        return "ask" if value.confirm else ("allow" if value.allow else "deny")
-    action = getattr(value, "action", None)
-    if action in ("block", "retry_with_feedback"):
-        return "deny"
-    return "allow"
-
-
-def _is_observer(hook: object) -> bool:
-    return isinstance(hook, DispatchObserver)
-
-
-def _check_observer(observer: object) -> None:
-    missing = [m for m in OBSERVER_METHODS if not callable(getattr(observer, m, None))]
-    if missing:
-        raise TypeError(
-            f"cannot observe {observer!r}: it has no {', '.join(missing)}; "
-            "subclass hookscope.runner.DispatchObserver"
-        )
-
-
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(
         f"HookRunner.{old} is deprecated; use HookRunner.{new}", DeprecationWarning, stacklevel=3
     )
-
-
-#: How long a timed-out hook gets to honour its cancellation before it is abandoned.
-_CANCEL_GRACE_S: Final = 0.05
-_ABANDONED: set[asyncio.Task[Any]] = set()
-
-
-async def _with_timeout(registration: Registration, context: HookContext, data: Any) -> Any:
-    timeout = registration.timeout
-    assert timeout is not None
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # driven without an event loop (a synchronous wrapped tool)
-        raise HookFailure(
-            f"hook {registration.name!r} has a timeout, which needs a running event loop; "
-            "call the tool from async code, or register the hook without a timeout"
-        ) from None
-    task = loop.create_task(registration.call(context, data))
-    try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
-    except BaseException:  # the dispatch itself was cancelled: take the hook down with it
-        task.cancel()
-        raise
-    if done:
-        return task.result()
-    task.cancel()
-    done, _ = await asyncio.wait((task,), timeout=_CANCEL_GRACE_S)
-    if not done:
-        _abandon(task, registration.name, timeout)
-    raise HookTimeoutError(f"hook {registration.name!r} took longer than {timeout:g}s")
-
-
-def _abandon(task: asyncio.Task[Any], name: str, timeout: float) -> None:
-    """Give up on a hook that swallowed its cancellation, so the dispatch goes on.
-
-    Closing the coroutine raises ``GeneratorExit`` at its ``await`` (which ``except
-    Exception`` does not catch) and a second cancel then ends the task, so it cannot keep
-    the event loop alive. A hook that survives even that (it catches ``BaseException``) is
-    taken off the loop's task list, so ``asyncio.run`` does not wait for it at exit and the
-    process can end; it is kept referenced until it ends, and counted.
-    """
-    logger.warning(
-        "hook %r ignored its cancellation after its %gs timeout; abandoned", name, timeout
-    )
-    _ABANDONED.add(task)
-    task.add_done_callback(_ABANDONED.discard)
-    coro = task.get_coro()
-    close = getattr(coro, "close", None)
-    if close is not None:
-        try:
-            close()
-        except RuntimeError:  # it caught GeneratorExit and awaited again: unkillable
-            # asyncio has no public way to stop tracking a task; without this, shutdown's
-            # cancel-and-wait of every task would wait for this one forever.
-            unregister = getattr(asyncio.tasks, "_unregister_task", None)
-            if unregister is not None:
-                unregister(task)
-    task.cancel()
-
-
-def abandoned_hooks() -> int:
-    """How many timed-out hooks are still running after being abandoned."""
-    return len(_ABANDONED)

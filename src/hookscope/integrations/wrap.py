@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar, cast, final
 
 import wrapt
 
-from hookscope import runner as runner_module
+from hookscope._timeouts import with_timeout
 from hookscope.runner import HookRunner, ScopeError, SessionScope, ToolOutcome, TurnScope
 from hookscope.types import ChatResponse, HookResult, ToolCall
 
@@ -46,7 +46,7 @@ _CURRENT_TURN: Final[ContextVar[tuple[HookRunner, TurnScope] | None]] = ContextV
 )
 _AGENT_METHODS: Final = ("chat", "run")
 #: How a suspended runner coroutine shows a hook run under its ``timeout``.
-_WAIT_FOR_CODE: Final = runner_module._with_timeout.__code__
+_WAIT_FOR_CODE: Final = with_timeout.__code__
 
 
 class ToolCallDenied(PermissionError):
