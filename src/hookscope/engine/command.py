@@ -111,6 +111,9 @@ async def _feed(stdin: asyncio.StreamWriter | None, payload: bytes) -> None:
         pass  # a program that does not read its input is allowed to exit first
     finally:
         stdin.close()
+        # Collects the pipe's own closing error too (Python 3.10 logs it as never retrieved).
+        with contextlib.suppress(Exception):
+            await stdin.wait_closed()
 
 
 async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
@@ -132,8 +135,13 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    while stream is not None and await stream.read(_CHUNK):
+        pass
+
+
 async def _reap(process: asyncio.subprocess.Process) -> None:
-    """Wait out the grace period, then SIGKILL whatever is left of the group, and reap."""
+    """Wait out the grace period, SIGKILL whatever is left of the group, and reap it all."""
     try:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(process.wait()), KILL_GRACE_S)
@@ -144,6 +152,14 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
         _signal_group(process.pid, signal.SIGKILL)
         await process.wait()
         raise
+    finally:
+        # Read the pipes to their end (the group is gone, so the end comes): the transport
+        # closes only then. A process that left the group could hold them: give up after
+        # the grace.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
+            )
 
 
 class CommandHook(CategoryHook):
