@@ -6,6 +6,7 @@ import os
 import stat
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.runner import Dispatch, HookRunner
+from hookscope.runner import Dispatch, DispatchObserver, HookRun, HookRunner
 from hookscope.types import ToolCall
 
 PYTHON = sys.executable
@@ -63,3 +64,23 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def eventually(predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
+    """Poll ``predicate`` until it holds or ``seconds`` pass; return whether it held."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+class Runs(DispatchObserver):
+    """Collects every finished command or prompt hook run."""
+
+    def __init__(self) -> None:
+        self.runs: list[HookRun] = []
+
+    def hook_run_finished(self, run: HookRun, context: Any) -> None:
+        self.runs.append(run)

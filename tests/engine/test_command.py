@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from hookscope.types import (
     ToolCall,
 )
 
-from .conftest import PYTHON, dispatch, pid_alive
+from .conftest import PYTHON, dispatch, eventually, pid_alive
 
 CALL = ToolCall("run_command", {"CommandLine": "ls", "cwd": "/w"}, id="c1")
 Script = Callable[[str], str]
@@ -258,15 +257,6 @@ async def test_output_at_the_cap_is_accepted(script: Script) -> None:
     assert (result.allow, result.message) == (False, "hook 'guard' denied the call")
 
 
-def _wait_for(predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     # The grandchild ignores SIGTERM: only the SIGKILL after the grace period ends it.
@@ -278,7 +268,7 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     )
     grandchild, child = (int(line) for line in pids.read_text().split())
     assert await asyncio.to_thread(
-        _wait_for, lambda: not pid_alive(grandchild) and not pid_alive(child)
+        eventually, lambda: not pid_alive(grandchild) and not pid_alive(child)
     )
 
 
@@ -287,13 +277,13 @@ async def test_cancelling_the_agent_kills_the_running_program(tmp_path: Path) ->
     command = f"sleep 300 & echo $! > {pids}; wait"
     task = asyncio.ensure_future(decide(command))
     assert await asyncio.to_thread(
-        _wait_for, lambda: pids.exists() and pids.read_text().strip() != ""
+        eventually, lambda: pids.exists() and pids.read_text().strip() != ""
     )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     sleeper = int(pids.read_text())
-    assert await asyncio.to_thread(_wait_for, lambda: not pid_alive(sleeper))
+    assert await asyncio.to_thread(eventually, lambda: not pid_alive(sleeper))
 
 
 async def test_a_running_program_never_blocks_the_event_loop(

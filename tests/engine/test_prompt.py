@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 import pytest
 
 from hookscope.engine import PromptHook
-from hookscope.runner import DispatchObserver, HookRun, HookRunner
+from hookscope.runner import HookRunner
 from hookscope.types import HookResult
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
-from .conftest import dispatch
+from .conftest import Runs, dispatch
 from .test_command import CALL
 
 SCRIPTS = {
@@ -34,14 +34,6 @@ SCRIPTS = {
 def server() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer(SCRIPTS, model="judge-1") as running:
         yield running
-
-
-class Runs(DispatchObserver):
-    def __init__(self) -> None:
-        self.runs: list[HookRun] = []
-
-    def hook_run_finished(self, run: HookRun, context: Any) -> None:
-        self.runs.append(run)
 
 
 def judge(server: ScriptedOpenAIServer, key: str, **options: Any) -> PromptHook:

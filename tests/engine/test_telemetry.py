@@ -15,20 +15,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope.engine import CommandHook
-from hookscope.runner import DispatchObserver, HookRun, HookRunner
+from hookscope.runner import HookRunner
 from hookscope.telemetry.otel_hook import OTelHook
 from hookscope.types import ToolCall
 
-from .conftest import PYTHON, dispatch
+from .conftest import PYTHON, Runs, dispatch
 from .test_command import CALL, printing
-
-
-class Runs(DispatchObserver):
-    def __init__(self) -> None:
-        self.runs: list[HookRun] = []
-
-    def hook_run_finished(self, run: HookRun, context: Any) -> None:
-        self.runs.append(run)
 
 
 async def test_a_command_run_reports_its_exit_code_executable_and_verdict() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from hookscope.engine import ConfigError, watch
 from hookscope.runner import HookRunner
 from hookscope.types import ToolCall
 
-from .conftest import dispatch
+from .conftest import dispatch, eventually
 
 
 def config(name: str, status: int) -> str:
@@ -33,11 +32,8 @@ def replace_file(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def wait_until(predicate: Callable[[], bool], seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "the watch did not react in time"
-        time.sleep(0.01)
+def wait_until(predicate: Callable[[], bool]) -> None:
+    assert eventually(predicate), "the watch did not react in time"
 
 
 def reloads(reader: InMemoryMetricReader) -> dict[str, int]:
