@@ -11,14 +11,20 @@ ask_user rules, a third of them with conditions, over distinct tool names), one 
 
 A second probe, ``targeted``, adds one deny rule for the probed tool, registered last.
 
+A second table times hookscope's ``evaluate`` for the name readings of DESIGN §4, with 10 and
+10,000 non-targeting rules (half of them ``server/tool`` rules over ten registered MCP servers):
+an MCP call (``server=" Srv0 "``, folded), a local call named ``srv0/view_file`` (which meets
+srv0's deny and ask rules) and a local call under ``enforce(..., normalize=True)``.
+
 Each coroutine is driven with ``send(None)`` (none of them suspends), so the figures are the
 decision itself, without event-loop scheduling; the floor (an empty coroutine driven the same
 way) is printed for reference and not subtracted. Per case: a warm-up, then the minimum over
-rounds of ``gc.collect()`` + a timed loop with the collector paused.
+rounds of ``gc.collect()`` + a timed loop with the collector paused. The scaling checks time
+their two ends in interleaved rounds, so load from other processes falls on both alike.
 
 Targets (checked on the untargeted probe, exit status 1 when missed): hookscope's cost with
-10,000 rules at most 1.5x its cost with 10; hookscope ``pre_tool_call`` at least 15x faster
-than antigravity's enforcer at 1,000 rules.
+10,000 rules at most 1.5x its cost with 10, for every probe of both tables; hookscope
+``pre_tool_call`` at least 15x faster than antigravity's enforcer at 1,000 rules.
 
 Run: ``.venv/bin/python bench/bench_policy.py [--rounds R]``.
 """
@@ -127,6 +133,58 @@ def _measure(count: int, targeted: bool, rounds: int) -> tuple[float, float, flo
     return evaluate, hook, theirs_s
 
 
+SERVERS = [f"srv{i}" for i in range(10)]
+READINGS: dict[str, tuple[ToolCall, bool]] = {
+    "mcp call, server ' Srv0 '": (ToolCall("view_file", server=" Srv0 "), False),
+    "local name srv0/view_file": (ToolCall("srv0/view_file"), False),
+    "normalize=True, view_file": (ToolCall("view_file"), True),
+}
+
+
+def _mixed_rules(count: int) -> list[Any]:
+    """``count`` rules, half local and half ``server/tool``, none for view_file."""
+    rules: list[Any] = []
+    for i in range(count):
+        when = _big if i % 3 == 0 else None
+        tool = f"tool_{i}" if i % 2 else f"{SERVERS[i % len(SERVERS)]}/tool_{i}"
+        kind = i % 3
+        if kind == 0:
+            rules.append(policy.deny(tool, when=when))
+        elif kind == 1:
+            rules.append(policy.allow(tool, when=when))
+        else:
+            rules.append(policy.ask_user(tool, _approve, when=when))
+    return rules
+
+
+def _untargeted_ends(rounds: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(evaluate, pre_tool_call) seconds with the fewest and the most rules, interleaved."""
+    call = ToolCall("view_file", {"AbsolutePath": "/w/app/main.py"}, id="c1")
+    ends = [policy.enforce(_rules(count, False)[0]) for count in (RULE_COUNTS[0], RULE_COUNTS[-1])]
+    best = [[float("inf")] * 2 for _ in ends]
+    for _ in range(rounds):
+        for end, enforcer in enumerate(ends):
+            evaluate = _time(lambda e=enforcer: e.evaluate(call), 1)
+            hook = _time(lambda e=enforcer: e.pre_tool_call(None, call), 1)  # type: ignore[arg-type]
+            best[end] = [min(best[end][0], evaluate), min(best[end][1], hook)]
+    return (best[0][0], best[0][1]), (best[1][0], best[1][1])
+
+
+def _measure_reading(call: ToolCall, normalize: bool, rounds: int) -> tuple[float, float]:
+    """Seconds per decision with the fewest and the most rules, rounds interleaved so that
+    load from other processes hits both alike."""
+    low, high = (
+        policy.enforce(_mixed_rules(count), mcp_servers=SERVERS, normalize=normalize)
+        for count in (RULE_COUNTS[0], RULE_COUNTS[-1])
+    )
+    assert _drive(low.evaluate(call)).outcome == _drive(high.evaluate(call)).outcome == "allowed"
+    best_low = best_high = float("inf")
+    for _ in range(rounds):
+        best_low = min(best_low, _time(lambda: low.evaluate(call), 1))
+        best_high = min(best_high, _time(lambda: high.evaluate(call), 1))
+    return best_low, best_high
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and ratios; return 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -156,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{theirs / hook:>8.1f}x"
             )
 
-    low, high = results[False, RULE_COUNTS[0]], results[False, RULE_COUNTS[-1]]
+    # The scaling checks re-time both ends with interleaved rounds: on a shared machine,
+    # cases timed seconds apart see different load, and the ratio would measure the load.
+    low, high = _untargeted_ends(args.rounds)
     checks = [
         (
             f"evaluate scaling, {RULE_COUNTS[-1]:,} / {RULE_COUNTS[0]:,} rules",
@@ -180,6 +240,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             speedup >= SPEEDUP_TARGET,
         )
     )
+    print()
+    low_count, high_count = RULE_COUNTS[0], RULE_COUNTS[-1]
+    header = f"{'name reading':<28} {low_count:>10,} {high_count:>10,} {'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    for label, (call, normalize) in READINGS.items():
+        low_s, high_s = _measure_reading(call, normalize, args.rounds)
+        ratio = high_s / low_s
+        print(f"{label:<28} {low_s * 1e9:>10.0f} {high_s * 1e9:>10.0f} {ratio:>7.2f}x")
+        checks.append(
+            (
+                f"{label}, {high_count:,} / {low_count:,} rules",
+                ratio,
+                f"<= {SCALING_TARGET}x",
+                ratio <= SCALING_TARGET,
+            )
+        )
     floor = _time(_empty, args.rounds)
     print(f"(floor: an empty coroutine driven the same way costs {floor * 1e9:.0f} ns)")
     print()

@@ -41,7 +41,7 @@ class Opaque:
             [("Authorization", "Bearer x"), ("Accept", "json")],
             '[["Authorization", "[REDACTED]"], ["Accept", "json"]]',
         ),
-        ({"auth": Creds("ada", "k-1")}, '{"auth": {"user": "ada", "api_key": "[REDACTED]"}}'),
+        ({"login": Creds("ada", "k-1")}, '{"login": {"user": "ada", "api_key": "[REDACTED]"}}'),
         (Session(), '{"cookie": "[REDACTED]", "host": "h"}'),
         (Opaque(), '"<Opaque>"'),
         ({b"raw": 1, 2: "two"}, """{"b'raw'": 1, "2": "two"}"""),

@@ -508,12 +508,16 @@ async def test_a_secret_in_a_hook_exception_never_reaches_the_denial() -> None:
     assert result == HookResult.deny("hook 'h1' failed in pre_turn (RuntimeError); failing closed")
 
 
-@pytest.mark.parametrize("allow", ["false", 0, 1, None])
-async def test_a_non_bool_allow_fails_closed(allow: Any) -> None:
+@pytest.mark.parametrize(
+    ("allow", "kind"), [("false", "str"), (0, "int"), (1, "int"), (None, "NoneType")]
+)
+async def test_a_non_bool_allow_fails_closed_naming_its_type_not_its_value(
+    allow: Any, kind: str
+) -> None:
     result = await _runner([], HookResult(allow=allow)).dispatch_pre_turn(TURN, "hi")
     assert result == HookResult.deny(
-        f"hook 'h1' failed in pre_turn (HookFailure: returned HookResult(allow={allow!r}); "
-        "allow must be a bool); failing closed"
+        f"hook 'h1' failed in pre_turn (HookFailure: returned HookResult(allow=<{kind}>); "
+        "allow must be True or False); failing closed"
     )
 
 
@@ -522,7 +526,11 @@ async def test_an_unknown_request_action_blocks() -> None:
         TURN, LlmRequest("m")
     )
     assert decision.action == "block"
-    assert "RequestDecision(action='deny')" in decision.message
+    assert decision.message == (
+        "hook 'h1' failed in pre_llm_request (HookFailure: returned RequestDecision with an "
+        "unknown action (a str); build it with RequestDecision.proceed(), .modify() or "
+        ".block()); failing closed"
+    )
 
 
 async def test_an_unknown_response_action_blocks() -> None:
@@ -530,7 +538,11 @@ async def test_an_unknown_response_action_blocks() -> None:
         TURN, LlmResponse("m")
     )
     assert decision.action == "block"
-    assert "ResponseDecision(action='reject')" in decision.message
+    assert decision.message == (
+        "hook 'h1' failed in on_llm_response (HookFailure: returned ResponseDecision with an "
+        "unknown action (a str); build it with ResponseDecision.accept(), .block() or "
+        ".retry_with_feedback()); failing closed"
+    )
 
 
 async def test_a_hook_that_swallows_its_timeout_still_fails_closed() -> None:

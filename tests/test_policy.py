@@ -116,14 +116,14 @@ async def test_a_call_no_rule_matches_is_allowed_with_no_rule_and_no_bucket() ->
     )
 
 
-async def test_a_local_call_never_matches_a_server_rule_whatever_its_name() -> None:
+async def test_a_local_call_named_server_tool_meets_that_servers_deny_rules() -> None:
     enforcer = policy.enforce(
         [policy.deny("srv/t"), policy.deny_mcp("srv"), policy.allow_all()], mcp_servers=["srv"]
     )
 
     decisions = [await enforcer.evaluate(ToolCall(name)) for name in ("srv/t", "srv/*", "t")]
 
-    assert [d.rule for d in decisions] == ["allow_all", "allow_all", "allow_all"]
+    assert [d.rule for d in decisions] == ["deny:srv/t", "deny:srv/*", "allow_all"]
 
 
 async def test_an_mcp_call_never_matches_a_plain_tool_rule() -> None:
@@ -509,9 +509,9 @@ def test_a_single_string_for_mcp_tools_is_rejected() -> None:
         policy.allow_mcp("gh", "a")
 
 
-@pytest.mark.parametrize("server", ["", "a/b", "*"])
+@pytest.mark.parametrize("server", ["", "  ", "a/b", "*", " * "])
 def test_bad_server_names_are_rejected(server: str) -> None:
-    with pytest.raises(PolicyError, match="must be non-empty, without '/'"):
+    with pytest.raises(PolicyError, match="must be non-empty, not '\\*' and without '/'"):
         policy.allow_mcp(server)
 
 

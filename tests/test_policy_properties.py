@@ -1,8 +1,11 @@
 """Property tests: the compiled index agrees with a linear reference and with google-antigravity.
 
-The reference below is the bucket table read literally: sort the rules by (bucket, registration
-order) and take the first that matches. The indexed evaluator must agree with it on every rule
-set and call hypothesis can think of, condition and handler failures included.
+The reference below is the bucket table and DESIGN §4's name rules read literally: sort the
+rules by (bucket, registration order) and take the first that matches, where a rule matches a
+call by its exact target, or (deny and ask_user rules only) by the call's name read as
+``server/tool`` for a registered server, or by look-alike names when ``normalize=True``. The
+indexed evaluator must agree with it on every rule set and call hypothesis can think of,
+condition and handler failures included.
 
 The differential test drives the real google-antigravity 0.1.22 ``policy.enforce()`` hook (a
 ``PreToolCallDecideHook`` whose ``run(context, data)`` takes its own pydantic ``ToolCall``) on
@@ -21,27 +24,63 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hookscope import policy
+from hookscope._names import fold_server, skeleton
 from hookscope.policy import Decision, Policy
 from hookscope.types import ToolCall
 
 RANK = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
 
-def reference(rules: list[Policy], call: ToolCall) -> tuple[str, str | None, int | None]:
+def targets(p: Policy, call: ToolCall, servers: list[str], normalize: bool) -> bool:
+    """Whether rule ``p`` meets ``call``, by DESIGN §4 read literally."""
+    if p.tool == "*":
+        return True
+    strict = p.decision is not Decision.ALLOW
+    looks = normalize and strict
+
+    def same_tool(rule_tool: str, name: str) -> bool:
+        return rule_tool == name or (looks and skeleton(rule_tool) == skeleton(name))
+
+    def same_server(rule_server: str, server: str) -> bool:
+        a, b = fold_server(rule_server), fold_server(server)
+        return a == b or (looks and skeleton(a) == skeleton(b))
+
+    rule_server, slash, rule_tool = p.tool.partition("/")
+    if not slash:
+        if call.server and fold_server(call.server):
+            return False
+        return same_tool(p.tool, call.name)
+    if call.server and fold_server(call.server):
+        direct = same_server(rule_server, call.server) and (
+            rule_tool == "*" or same_tool(rule_tool, call.name)
+        )
+        if direct:
+            return True
+    if not strict:
+        return False
+    # The call's name read as server/tool for a registered server: deny and ask rules only.
+    registered = {fold_server(s) for s in servers}
+    prefix, qualified, rest = call.name.partition("/")
+    borrowed = qualified and fold_server(prefix) in registered
+    if borrowed and fold_server(prefix) == fold_server(rule_server) and rule_tool in ("*", rest):
+        return True
+    if looks:
+        prefix, qualified, rest = skeleton(call.name).partition("/")
+        if qualified and skeleton(fold_server(rule_server)) == prefix.strip():
+            return rule_tool == "*" or skeleton(rule_tool) == rest.strip()
+    return False
+
+
+def reference(
+    rules: list[Policy], call: ToolCall, servers: list[str], normalize: bool = False
+) -> tuple[str, str | None, int | None]:
     """(outcome, rule, bucket) by sorting on (bucket, registration order) and scanning."""
 
     def bucket(p: Policy) -> int:
         return (2 if p.tool == "*" else 1 if p.tool.endswith("/*") else 0) * 3 + RANK[p.decision]
 
-    def targets(p: Policy) -> bool:
-        if p.tool == "*":
-            return True
-        if call.server:
-            return p.tool in (f"{call.server}/*", f"{call.server}/{call.name}")
-        return "/" not in p.tool and p.tool == call.name
-
     for _, p in sorted(enumerate(rules), key=lambda item: (bucket(item[1]), item[0])):
-        if not targets(p):
+        if not targets(p, call, servers, normalize):
             continue
         matched = outcome_of(p.when, call.args) if p.when else True
         if matched is False:
@@ -92,8 +131,8 @@ def no(call: Any) -> bool:
     return False
 
 
-SERVERS = ["s1", "s2", "a"]
-TARGETS = ["a", "b", "a/b", "s1/a", "s1/b", "s1/*", "s2/a", "s2/*", "a/*", "*"]
+SERVERS = ["s1", "S2 ", "a"]
+TARGETS = ["a", "b", "a/b", "s1/a", "S1/b", "s1/*", "s2/a", "s2/*", "a/*", "A/a", "*"]
 CONDITIONS = [None, always, never, k_is_1, boom, sloppy]
 HANDLERS = [yes, no, boom, sloppy]
 
@@ -118,11 +157,14 @@ def rule_sets(
     return rules
 
 
+# Look-alikes: Cyrillic a and s, fullwidth b, a zero-width space, a fullwidth solidus.
+NAMES = ["a", "b", "c", "A", "\u0430", "\uff42", "b\u200b", "a/b", "s1/a", "S1/b", " s2/a"]
+NAMES += ["\u04551/a", "s1\uff0fb", "s1/*", "*", ""]
 calls = st.builds(
     ToolCall,
-    name=st.sampled_from(["a", "b", "c", "a/b", "s1/a", "*", ""]),
+    name=st.sampled_from(NAMES),
     args=st.fixed_dictionaries({"k": st.integers(0, 1)}),
-    server=st.sampled_from([None, "", "s1", "s2", "s3", "a"]),
+    server=st.sampled_from([None, "", " ", "s1", " S1", "s2", "s3", "a", "\u04551", "A"]),
 )
 
 
@@ -135,7 +177,20 @@ def test_the_compiled_index_agrees_with_the_linear_reference(
 
     decision = asyncio.run(enforcer.evaluate(call))
 
-    assert (decision.outcome, decision.rule, decision.bucket) == reference(rules, call)
+    assert (decision.outcome, decision.rule, decision.bucket) == reference(rules, call, SERVERS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(rules=rule_sets(TARGETS, CONDITIONS, HANDLERS), call=calls)
+def test_the_normalizing_index_agrees_with_the_linear_reference(
+    rules: list[Policy], call: ToolCall
+) -> None:
+    enforcer = policy.enforce(rules, mcp_servers=SERVERS, normalize=True)
+
+    decision = asyncio.run(enforcer.evaluate(call))
+
+    expected = reference(rules, call, SERVERS, normalize=True)
+    assert (decision.outcome, decision.rule, decision.bucket) == expected
 
 
 # --- differential: google-antigravity 0.1.22 ----------------------------------------------

@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope import policy
+from hookscope._paths import MAX_SYMLINKS, NAME_MAX, PATH_MAX
 from hookscope.policy import PolicyEnforcer, PolicyError
+from hookscope.runner import HookRunner
+from hookscope.telemetry import ContentCapture, OTelHook
 from hookscope.types import ToolCall
 
 
@@ -65,8 +71,7 @@ async def test_dot_dot_traversal_out_of_the_workspace_is_denied(
     path = f"{app}/docs/../../outside/secret.txt"
 
     assert await reason(guarded, {"AbsolutePath": path}) == (
-        f"path argument AbsolutePath={path!r} resolves to "
-        f"{str(app.parent / 'outside' / 'secret.txt')!r}, outside the workspace ({app})"
+        f"path argument AbsolutePath resolves outside the workspace ({app})"
     )
 
 
@@ -76,8 +81,7 @@ async def test_dot_dot_below_a_directory_that_does_not_exist_is_denied(
     path = f"{app}/new/../../outside/x.txt"
 
     assert await reason(guarded, {"TargetFile": path}, tool="create_file") == (
-        f"path argument TargetFile={path!r} uses '.' or '..' below a directory that does not "
-        "exist yet"
+        "path argument TargetFile uses '.' or '..' below a directory that does not exist yet"
     )
 
 
@@ -105,7 +109,7 @@ async def test_a_dangling_symlink_that_would_create_a_file_outside_is_denied(
     path = str(app / "drop.txt")
 
     assert await reason(guarded, {"TargetFile": path}, tool="write_to_file") == (
-        f"path argument TargetFile={path!r} goes through a dangling symlink ({path})"
+        "path argument TargetFile goes through a dangling symlink"
     )
 
 
@@ -158,7 +162,7 @@ async def test_prefix_comparison_is_by_whole_components_for_paths_not_on_disk() 
 async def test_paths_that_cannot_be_anchored_are_denied(path: Any, why: str) -> None:
     enforcer = policy.enforce([policy.workspace_only(["/w/app"]), policy.allow_all()])
 
-    assert await reason(enforcer, {"path": path}) == f"path argument path={path!r} {why}"
+    assert await reason(enforcer, {"path": path}) == f"path argument path {why}"
 
 
 async def test_a_call_with_no_path_argument_is_denied(guarded: PolicyEnforcer) -> None:
@@ -268,7 +272,7 @@ async def test_a_local_call_named_like_an_allowed_mcp_tool_is_denied(name: str) 
     assert (await enforcer.evaluate(ToolCall(name))).outcome == "denied"
 
 
-@pytest.mark.parametrize("server", ["gh/x", "gh ", "GH", "*", "gh/*"])
+@pytest.mark.parametrize("server", ["gh/x", "g h", "gh_", "*", "gh/*", "g\u0068\u200b"])
 async def test_an_mcp_call_from_a_look_alike_server_is_denied(server: str) -> None:
     enforcer = policy.enforce([policy.deny_all(), policy.allow_mcp("gh")], mcp_servers=["gh"])
 
@@ -293,3 +297,236 @@ async def test_a_denied_local_tool_stays_denied_with_no_or_empty_server(
     decision = await enforcer.evaluate(ToolCall("run_command", server=server))
 
     assert decision.outcome == "denied"
+
+
+# --- issue 13: MCP names --------------------------------------------------------------------
+
+
+def github_policy(*rules: Any) -> PolicyEnforcer:
+    return policy.enforce(list(rules), mcp_servers=["github"])
+
+
+async def test_a_local_call_named_server_tool_meets_the_servers_deny() -> None:
+    enforcer = github_policy(policy.deny_mcp("github", ["delete_branch"]), policy.allow_all())
+
+    decision = await enforcer.evaluate(ToolCall("github/delete_branch"))
+
+    assert (decision.outcome, decision.rule) == ("denied", "deny:github/delete_branch")
+
+
+@pytest.mark.parametrize("spelling", ["GitHub", " github", "github ", "GITHUB", "\tGitHub "])
+async def test_server_names_match_whatever_their_case_and_padding(spelling: str) -> None:
+    enforcer = github_policy(policy.deny_mcp("github", ["delete_branch"]), policy.allow_all())
+
+    as_mcp = await enforcer.evaluate(ToolCall("delete_branch", server=spelling))
+    as_local = await enforcer.evaluate(ToolCall(f"{spelling}/delete_branch"))
+
+    assert (as_mcp.outcome, as_local.outcome) == ("denied", "denied")
+
+
+def test_registered_server_names_are_folded_too() -> None:
+    enforcer = policy.enforce([policy.deny_mcp("github")], mcp_servers=[" GitHub "])
+
+    assert enforcer.mcp_servers == frozenset({"GitHub"})
+
+
+async def test_a_local_call_meets_the_servers_ask_rule() -> None:
+    asked: list[ToolCall] = []
+
+    def refuse(call: ToolCall) -> bool:
+        asked.append(call)
+        return False
+
+    enforcer = github_policy(
+        policy.ask_user_mcp("github", ["push"], handler=refuse), policy.allow_all()
+    )
+
+    decision = await enforcer.evaluate(ToolCall("github/push"))
+
+    assert (decision.outcome, decision.rule, decision.asked_user) == (
+        "denied",
+        "ask_user:github/push",
+        True,
+    )
+    assert asked == [ToolCall("github/push")]
+
+
+@pytest.mark.parametrize("name", ["github/list", "GitHub/list", "github/*"])
+async def test_a_local_call_never_gains_the_servers_allow(name: str) -> None:
+    enforcer = github_policy(policy.deny_all(), policy.allow_mcp("github", ["list"]))
+
+    decision = await enforcer.evaluate(ToolCall(name))
+
+    assert (decision.outcome, decision.rule) == ("denied", "deny_all")
+
+
+async def test_a_local_call_named_like_an_unregistered_server_is_a_plain_name() -> None:
+    enforcer = github_policy(policy.deny_mcp("github"), policy.allow_all())
+
+    decision = await enforcer.evaluate(ToolCall("gitlab/delete_branch"))
+
+    assert (decision.outcome, decision.rule) == ("allowed", "allow_all")
+
+
+# --- issue 13: look-alikes with normalize=True ------------------------------------------
+
+# Greek nu for v, a combining acute accent, capitals, then the Cyrillic/fullwidth/invisible ones.
+NORMALIZED_LOOK_ALIKES = [*LOOK_ALIKES[:8], "VIEW_FILE", "vie\u0301w_file", "\u03bdiew_file"]
+
+
+@pytest.mark.parametrize("name", NORMALIZED_LOOK_ALIKES)
+async def test_with_normalize_look_alikes_of_a_denied_tool_are_denied(name: str) -> None:
+    rules = [policy.deny("view_file"), policy.allow_all()]
+
+    normalized = await policy.enforce(rules, normalize=True).evaluate(ToolCall(name))
+    exact = await policy.enforce(rules).evaluate(ToolCall(name))
+
+    assert (normalized.outcome, normalized.rule) == ("denied", "deny:view_file")
+    assert (exact.outcome, exact.rule) == ("allowed", "allow_all")
+
+
+@pytest.mark.parametrize("name", ["VIEW_FILE", "view_f\u0456le", "\uff56iew_file"])
+async def test_normalize_never_widens_an_allow(name: str) -> None:
+    enforcer = policy.enforce([policy.deny_all(), policy.allow("view_file")], normalize=True)
+
+    decision = await enforcer.evaluate(ToolCall(name))
+
+    assert (decision.outcome, decision.rule) == ("denied", "deny_all")
+
+
+async def test_with_normalize_a_look_alike_server_meets_its_deny() -> None:
+    enforcer = policy.enforce(
+        [policy.deny_mcp("github"), policy.allow_all()], mcp_servers=["github"], normalize=True
+    )
+
+    as_mcp = await enforcer.evaluate(ToolCall("x", server="g\u0456thub"))
+    as_local = await enforcer.evaluate(ToolCall("\uff47ithub\uff0fx"))
+
+    assert (as_mcp.rule, as_local.rule) == ("deny:github/*", "deny:github/*")
+
+
+def test_normalize_takes_a_real_bool() -> None:
+    with pytest.raises(TypeError, match="normalize= takes True or False, got 'yes'"):
+        policy.enforce([policy.allow_all()], normalize="yes")  # type: ignore[arg-type]
+
+
+# --- issue 13: reasons never quote argument values ----------------------------------------
+
+SECRET_PATH = "/w/sk-live-0123456789abcdef/../../etc/passwd"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [SECRET_PATH, "sk-live-0123456789abcdef", "/w/app/sk-live-0123456789abcdef\x00", "/" * 5000],
+)
+async def test_a_workspace_denial_never_quotes_the_path(value: str) -> None:
+    enforcer = policy.enforce([policy.workspace_only(["/w/app"]), policy.allow_all()])
+
+    result = await enforcer.pre_tool_call(None, ToolCall("view_file", {"path": value}))  # type: ignore[arg-type]
+
+    assert result.decision is not None
+    assert "0123456789abcdef" not in result.decision.reason
+    assert "0123456789abcdef" not in result.message
+    assert "/////" not in result.message
+
+
+async def test_an_odd_value_a_condition_returns_is_named_by_type_only() -> None:
+    enforcer = policy.enforce([policy.deny("t", when=lambda args: args["token"])])
+
+    decision = await enforcer.evaluate(ToolCall("t", {"token": "sk-live-0123456789abcdef"}))
+
+    assert (
+        decision.reason == "the condition of rule 'deny:t' returned str, not bool; failing closed"
+    )
+
+
+# --- issue 13: long paths ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def lstat_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path the workspace check lstat()s, in order."""
+    calls: list[str] = []
+    real = os.lstat
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        calls.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counting)
+    return calls
+
+
+async def test_a_path_over_path_max_is_rejected_before_touching_the_disk(
+    guarded: PolicyEnforcer, app: Path, lstat_calls: list[str]
+) -> None:
+    path = f"{app}/" + "a/" * (125 * 1024)  # 250 KiB
+
+    assert await reason(guarded, {"AbsolutePath": path}) == (
+        f"path argument AbsolutePath is longer than the system's PATH_MAX ({PATH_MAX - 1} bytes)"
+    )
+    assert lstat_calls == []
+
+
+async def test_the_check_costs_one_lstat_per_component_up_to_the_first_missing_one(
+    guarded: PolicyEnforcer, app: Path, lstat_calls: list[str]
+) -> None:
+    path = f"{app}/" + "a/" * ((PATH_MAX - len(str(app)) - 2) // 2)  # just under PATH_MAX
+
+    assert await outcome(guarded, path, tool="create_file") == "allowed"
+    assert lstat_calls == [str(Path(*app.parts[: i + 1])) for i in range(1, len(app.parts))] + [
+        f"{app}/a"
+    ]
+
+
+async def test_a_component_over_name_max_is_rejected(guarded: PolicyEnforcer, app: Path) -> None:
+    path = f"{app}/new/" + "n" * (NAME_MAX + 1)
+
+    assert await reason(guarded, {"TargetFile": path}, tool="create_file") == (
+        f"path argument TargetFile has a component longer than NAME_MAX ({NAME_MAX} bytes)"
+    )
+
+
+async def test_dot_dot_through_a_file_is_denied(guarded: PolicyEnforcer, app: Path) -> None:
+    assert await reason(guarded, {"path": f"{app}/main.py/../main.py"}) == (
+        "path argument path goes through something that is not a directory"
+    )
+
+
+async def test_more_symlinks_than_the_kernel_follows_are_denied(
+    guarded: PolicyEnforcer, app: Path
+) -> None:
+    (app / "here").symlink_to(".", target_is_directory=True)
+    within = str(app / "/".join(["here"] * MAX_SYMLINKS) / "main.py")
+    beyond = str(app / "/".join(["here"] * (MAX_SYMLINKS + 1)) / "main.py")
+
+    assert await outcome(guarded, within) == "allowed"
+    assert await reason(guarded, {"path": beyond}) == (
+        f"path argument path goes through more than {MAX_SYMLINKS} symbolic links"
+    )
+
+
+async def test_with_capture_off_no_exported_span_quotes_a_denied_path(
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+    app: Path,
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    path = f"{app}/../{secret}/id_rsa"
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.NO_CONTENT)
+    enforcer = policy.enforce([policy.workspace_only([app]), policy.allow_all()])
+
+    async with HookRunner([enforcer, hook]).session() as session, session.turn("go") as turn:
+        outcome = await turn.call_tool(
+            ToolCall("view_file", {"AbsolutePath": path}), lambda **_: ""
+        )
+
+    spans = span_exporter.get_finished_spans()
+    tool = next(s for s in spans if s.name == "execute_tool view_file")
+    assert (tool.attributes or {}).get("hookscope.policy.reason") == (
+        f"path argument AbsolutePath resolves outside the workspace ({app})"
+    )
+    exported = repr([(s.attributes, [e.attributes for e in s.events]) for s in spans])
+    assert secret not in exported
+    assert secret not in outcome.message

@@ -157,7 +157,10 @@ def _check_result(value: Any) -> None:
             value, HookResult, "return hookscope.HookResult(...), HookResult.deny(message) or None"
         )
     if type(value.allow) is not bool:  # a truthy "false" must not allow
-        raise HookFailure(f"returned HookResult(allow={value.allow!r}); allow must be a bool")
+        # Name the type, never echo the value: a hook's odd value can carry anything.
+        raise HookFailure(
+            f"returned HookResult(allow=<{type_path(value.allow)}>); allow must be True or False"
+        )
 
 
 _IMMUTABLE: Final = (str, int, float, bool, bytes, type(None), frozenset)
@@ -304,7 +307,8 @@ def _check_decision(value: Any, kind: type[Any], actions: frozenset[str], builde
         raise _wrong_type(value, kind, f"build it with {kind.__name__}{builders}")
     if value.action not in actions:  # an unknown verdict must neither proceed nor accept
         raise HookFailure(
-            f"returned {kind.__name__}(action={value.action!r}); build it with "
+            f"returned {kind.__name__} with an unknown action (a {type_path(value.action)}); "
+            "build it with "
             f"{kind.__name__}{builders}"
         )
 

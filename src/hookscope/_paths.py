@@ -10,59 +10,143 @@ resolved strictly (the OS follows every symlink and ``..`` in it) and the part t
 exist yet is appended as-is, provided it is made of plain names only: a ``..`` or a dangling
 symlink in that part would be resolved differently once created, so it is rejected.
 
+Cost is bounded: a path longer than the system's ``PATH_MAX`` (which no system call would
+accept) or with a component longer than ``NAME_MAX`` is rejected before any disk access, and
+the walk makes one ``lstat`` per component plus a ``realpath`` per symlink met, at most
+:data:`MAX_SYMLINKS` of them (as the kernel allows), so a model-supplied path costs
+microseconds to a few milliseconds, never seconds.
+
 The check is a snapshot: a process that swaps a directory for a symlink between this check and
 the tool's own ``open`` (a TOCTOU race) is out of its reach; sandbox the tool for that.
+Rejection messages never quote the path: it is model-supplied and may carry secrets.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, final
+from typing import Any, Final, final
 
-__all__ = ["PathRejected", "WorkspaceGuard", "resolve_for_containment"]
+__all__ = [
+    "MAX_SYMLINKS",
+    "NAME_MAX",
+    "PATH_MAX",
+    "PathRejected",
+    "WorkspaceGuard",
+    "resolve_for_containment",
+]
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        value = os.pathconf(os.sep, name)
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows) or no such limit
+        return default
+    return value if value > 0 else default
+
+
+#: Bytes in the longest path the OS accepts, its terminating NUL included (4096 on Linux).
+PATH_MAX: Final = _limit("PC_PATH_MAX", 4096)
+#: Bytes in the longest single path component (255 on most file systems).
+NAME_MAX: Final = _limit("PC_NAME_MAX", 255)
+#: Symbolic links one path may go through; Linux's own limit (MAXSYMLINKS), beyond which the
+#: kernel fails the lookup with ELOOP, so rejecting beyond it refuses nothing a tool could open.
+MAX_SYMLINKS: Final = 40
 
 
 class PathRejected(Exception):
     """A path cannot be shown to stay inside the workspace; the message says why."""
 
 
-def resolve_for_containment(value: object) -> str:
-    """Return the real absolute path a file tool would touch for ``value``.
-
-    Raises:
-        PathRejected: ``value`` is not a string path, contains a NUL byte, is relative, or
-            cannot be resolved (a symlink loop, a dangling symlink, a non-directory in the
-            middle, a ``..`` below a directory that does not exist yet, no permission).
-    """
+def _check_text(value: object) -> str:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str):
         raise PathRejected(f"is a {type(value).__name__}, not a path string")
+    # Characters never outnumber bytes: a long string is rejected before it is encoded.
+    if len(value) >= PATH_MAX:
+        raise PathRejected(f"is longer than the system's PATH_MAX ({PATH_MAX - 1} bytes)")
     if "\x00" in value:
         raise PathRejected("contains a NUL byte")
+    try:
+        size = len(os.fsencode(value))
+    except UnicodeError:
+        raise PathRejected("cannot be encoded for the file system") from None
+    if size >= PATH_MAX:
+        raise PathRejected(f"is longer than the system's PATH_MAX ({PATH_MAX - 1} bytes)")
     if not value or not os.path.isabs(value):
         # The tool would resolve a relative path against its own working directory, which
         # this check cannot know; anchoring it anywhere else would check the wrong file.
         raise PathRejected("is not an absolute path")
-    head = value.rstrip(os.sep) or os.sep
-    missing: list[str] = []
-    while True:
+    return value
+
+
+def resolve_for_containment(value: object) -> str:
+    """Return the real absolute path a file tool would touch for ``value``.
+
+    The path is walked from the root, one component at a time, as the kernel does: ``.`` is
+    skipped, ``..`` steps to the parent of the (already real) directory reached, a symlink is
+    replaced by its resolved target, and the first missing component ends the walk (the rest
+    must be plain names, the tail of something to be created).
+
+    Raises:
+        PathRejected: ``value`` is not a string path, contains a NUL byte, is relative, is
+            longer than ``PATH_MAX``, has a component longer than ``NAME_MAX``, goes through
+            more than :data:`MAX_SYMLINKS` symbolic links, or cannot be
+            resolved (a symlink loop, a dangling symlink, a non-directory in the middle, a
+            ``..`` below a directory that does not exist yet, no permission).
+    """
+    parts = _check_text(value).split(os.sep)
+    current = os.sep  # real and existing at every step
+    is_dir = True
+    links = 0
+    for index, part in enumerate(parts):
+        if part == "":
+            continue
+        if not is_dir:
+            raise PathRejected("goes through something that is not a directory")
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise PathRejected(f"has a component longer than NAME_MAX ({NAME_MAX} bytes)")
+        candidate = os.path.join(current, part)
         try:
-            real = os.path.realpath(head, strict=True)
-            break
+            mode = os.lstat(candidate).st_mode
         except FileNotFoundError:
-            if os.path.lexists(head):
-                raise PathRejected(f"goes through a dangling symlink ({head})") from None
-            head, name = os.path.split(head)
-            if name in ("", ".", ".."):
-                raise PathRejected(
-                    "uses '.' or '..' below a directory that does not exist yet"
-                ) from None
-            missing.append(name)
-        except OSError as error:  # ELOOP, ENOTDIR, EACCES, ENAMETOOLONG, ...
+            return _missing_tail(candidate, parts[index + 1 :])
+        except OSError as error:  # ENOTDIR, EACCES, ENAMETOOLONG, ...
             raise PathRejected(f"cannot be resolved ({error.strerror or error})") from None
-    return os.path.join(real, *reversed(missing)) if missing else real
+        if stat.S_ISLNK(mode):
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise PathRejected(f"goes through more than {MAX_SYMLINKS} symbolic links")
+            try:
+                current = os.path.realpath(candidate, strict=True)
+                mode = os.stat(current).st_mode
+            except FileNotFoundError:
+                raise PathRejected("goes through a dangling symlink") from None
+            except OSError as error:  # ELOOP, EACCES, ...
+                raise PathRejected(f"cannot be resolved ({error.strerror or error})") from None
+        else:
+            current = candidate
+        is_dir = stat.S_ISDIR(mode)
+    return current
+
+
+def _missing_tail(head: str, rest: Sequence[str]) -> str:
+    """``head`` (missing) joined with ``rest``, which must be plain names to be created."""
+    names = [part for part in rest if part != ""]
+    for name in names:
+        if name in (".", ".."):
+            # Once created, the missing part could be anything the ".." would climb out of.
+            raise PathRejected("uses '.' or '..' below a directory that does not exist yet")
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise PathRejected(f"has a component longer than NAME_MAX ({NAME_MAX} bytes)")
+    return os.path.join(head, *names) if names else head
 
 
 @final
@@ -111,15 +195,13 @@ class WorkspaceGuard:
             if key not in args:
                 continue
             found = True
-            value = args[key]
             try:
-                real = resolve_for_containment(value)
+                real = resolve_for_containment(args[key])
             except PathRejected as rejected:
-                return f"path argument {key}={value!r} {rejected}"
+                return f"path argument {key} {rejected}"
             if real not in self.roots and not real.startswith(self._prefixes):
                 return (
-                    f"path argument {key}={value!r} resolves to {real!r}, outside the "
-                    f"workspace ({', '.join(self.roots)})"
+                    f"path argument {key} resolves outside the workspace ({', '.join(self.roots)})"
                 )
         if not found:
             return f"no path argument ({', '.join(self.path_args)}) to check against the workspace"

@@ -1,22 +1,29 @@
-"""The mechanics behind :mod:`hookscope.policy`: reading what a rule names, and indexing rules.
+"""The rule value of :mod:`hookscope.policy`, and reading what a rule names.
 
-Private; :class:`PolicyError` is re-exported from :mod:`hookscope.policy`.
+Private; :class:`Policy` and :class:`PolicyError` are re-exported from :mod:`hookscope.policy`
+(as are :class:`~hookscope.types.Decision` and :class:`~hookscope.types.PolicyDecision`, which
+live in :mod:`hookscope.types`).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Generic, Literal, Protocol, TypeVar, final
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
 
-from hookscope.types import HookscopeError, ToolCall
+from hookscope.types import Decision, HookscopeError, PolicyDecision, ToolCall
 
 __all__ = [
+    "DECISION_RANK",
     "WILDCARD",
-    "IndexedRule",
+    "AskHandler",
+    "Decision",
     "Named",
+    "Policy",
+    "PolicyDecision",
     "PolicyError",
-    "RuleIndex",
+    "Predicate",
     "parse_target",
     "predicate_input",
     "server_name",
@@ -24,11 +31,21 @@ __all__ = [
 
 WILDCARD: Final = "*"
 
+#: A rule's condition: gets the call's args (or the :class:`ToolCall` when its parameter is
+#: annotated ``ToolCall``), sync or async, and returns whether the rule applies.
+Predicate = Callable[..., bool | Awaitable[bool]]
+#: Asks the user about a call; returns ``True`` to run it. Sync or async.
+AskHandler = Callable[[ToolCall], bool | Awaitable[bool]]
+
 
 class PolicyError(HookscopeError, ValueError):
     """A rule or a rule set cannot be enforced as written; the message says what to change."""
 
     __module__ = "hookscope.policy"
+
+
+#: Inside a target tier, deny beats ask_user beats allow.
+DECISION_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
 
 class Named(Protocol):
@@ -40,6 +57,9 @@ class Named(Protocol):
 
 def parse_target(tool: object) -> tuple[int, str | None, str]:
     """Split a rule's target into (tier, server, tool): tier 0 exact, 1 ``server/*``, 2 ``*``.
+
+    The server part is returned as written; the policy folds it (:func:`~hookscope._names.
+    fold_server`) when it compiles the rule.
 
     Raises:
         PolicyError: ``tool`` is empty, padded with spaces, a malformed ``server/tool``, or
@@ -57,7 +77,7 @@ def parse_target(tool: object) -> tuple[int, str | None, str]:
     if tool != tool.strip():
         raise PolicyError(f"tool name {tool!r} has surrounding whitespace; remove it")
     server, slash, name = tool.partition("/")
-    if slash and (not server or not name):
+    if slash and (not server.strip() or not name):
         raise PolicyError(f"{tool!r} is not a valid MCP target; write 'server/tool' or 'server/*'")
     if slash and name == WILDCARD:
         return 1, server, WILDCARD
@@ -72,16 +92,20 @@ def parse_target(tool: object) -> tuple[int, str | None, str]:
 def server_name(server: object) -> str:
     """The name of an MCP server given as a string or as an object with a ``.name``.
 
+    The name is returned stripped of surrounding whitespace (the policy compares server names
+    stripped and case-folded anyway).
+
     Raises:
         TypeError: ``server`` is neither.
-        PolicyError: The name is empty, padded, ``*`` or contains ``/``.
+        PolicyError: The name is empty, ``*`` or contains ``/``.
     """
     name = server if isinstance(server, str) else getattr(server, "name", None)
     if not isinstance(name, str):
         raise TypeError(f"an MCP server is a name or an object with a .name, got {server!r}")
-    if not name or "/" in name or name != name.strip() or name == WILDCARD:
-        raise PolicyError(f"MCP server name {name!r} must be non-empty, without '/' or spaces")
-    return name
+    stripped = name.strip()
+    if not stripped or "/" in stripped or stripped == WILDCARD:
+        raise PolicyError(f"MCP server name {name!r} must be non-empty, not '*' and without '/'")
+    return stripped
 
 
 def _is_tool_call_annotation(annotation: object) -> bool:
@@ -122,66 +146,65 @@ def predicate_input(func: Callable[..., Any], what: str) -> Literal["args", "cal
     return "args"
 
 
-class IndexedRule(Protocol):
-    """What :class:`RuleIndex` needs to know about a compiled rule."""
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One rule: what it targets, what it decides, and when it applies.
 
-    tier: int  # 0 exact, 1 server/*, 2 *
-    server: str | None
-    tool: str
-    bucket: int
-    static: bool  # always decides when reached: nothing after it in a chain matters
+    Build rules with :func:`~hookscope.policy.allow`, :func:`~hookscope.policy.deny`,
+    :func:`~hookscope.policy.ask_user` and the other builders; the constructor validates them
+    the same way.
 
+    Args:
+        tool: A tool name, ``server/tool`` for an MCP tool, ``server/*`` for every tool of an
+            MCP server, or ``*`` for every tool.
+        decision: What the rule decides when it matches.
+        when: Optional condition; the rule matches only when it returns ``True``.
+        handler: For ``ASK_USER`` rules (and only those): asks the user about the call.
+        name: Label in denial messages and telemetry; ``"<decision>:<tool>"`` when empty.
+        reason: Why the rule denies, for the model and the logs; a default is derived.
 
-R = TypeVar("R", bound=IndexedRule)
-
-
-def _chain(rules: Iterable[R]) -> tuple[R, ...]:
-    """``rules`` (in bucket order) up to and including the first that always decides."""
-    chain: list[R] = []
-    for rule in rules:
-        chain.append(rule)
-        if rule.static:
-            break
-    return tuple(chain)
-
-
-@final
-class RuleIndex(Generic[R]):
-    """Rules keyed by target, each key holding its whole candidate chain in bucket order.
-
-    A local call's chain is its exact-name rules then ``*`` rules; an MCP call's is its
-    ``server/tool`` rules, then ``server/*``, then ``*``. Chains are built once, so finding
-    one is a dict lookup or two however many rules target other tools.
+    Raises:
+        PolicyError: The rule cannot be enforced as written (the message says why).
     """
 
-    __slots__ = ("_local", "_mcp", "_wild")
+    tool: str
+    decision: Decision
+    when: Predicate | None = None
+    handler: AskHandler | None = None
+    name: str = ""
+    reason: str = ""
 
-    def __init__(self, rules: Sequence[R]) -> None:
-        # A stable sort keeps registration order inside each bucket.
-        ordered = sorted(rules, key=lambda rule: rule.bucket)
-        wild = [r for r in ordered if r.tier == 2]
-        local: dict[str, list[R]] = {}
-        server_wild: dict[str, list[R]] = {}
-        server_exact: dict[str, dict[str, list[R]]] = {}
-        for rule in ordered:
-            if rule.tier == 1 and rule.server is not None:
-                server_wild.setdefault(rule.server, []).append(rule)
-            elif rule.tier == 0 and rule.server is None:
-                local.setdefault(rule.tool, []).append(rule)
-            elif rule.tier == 0 and rule.server is not None:
-                server_exact.setdefault(rule.server, {}).setdefault(rule.tool, []).append(rule)
-        self._wild = _chain(wild)
-        self._local = {tool: _chain(rs + wild) for tool, rs in local.items()}
-        self._mcp: dict[str, tuple[tuple[R, ...], dict[str, tuple[R, ...]]]] = {}
-        for server in server_wild.keys() | server_exact.keys():
-            tail = server_wild.get(server, []) + wild
-            exact = server_exact.get(server, {})
-            self._mcp[server] = (_chain(tail), {t: _chain(rs + tail) for t, rs in exact.items()})
+    def __post_init__(self) -> None:
+        parse_target(self.tool)
+        if not isinstance(self.decision, Decision):
+            raise PolicyError(f"decision must be a policy.Decision, got {self.decision!r}")
+        if self.when is not None:
+            if not callable(self.when):
+                raise PolicyError(
+                    f"when= must be a function of the call's args, got {self.when!r}; wrap a "
+                    "constant in a lambda or drop when= for a rule that always applies"
+                )
+            predicate_input(self.when, "when=")
+        if self.decision is Decision.ASK_USER:
+            if self.handler is None:
+                raise PolicyError(
+                    f"ask_user rule for {self.tool!r} has no handler; pass handler=fn, where "
+                    "fn(call) returns True to run the call (use deny() to refuse it outright)"
+                )
+            if not callable(self.handler) or predicate_input(self.handler, "handler") == "nothing":
+                raise PolicyError(
+                    f"handler {self.handler!r} must be a function taking the ToolCall and "
+                    "returning True to run it"
+                )
+        elif self.handler is not None:
+            raise PolicyError(
+                f"only ask_user rules take a handler; the {self.decision.value} rule for "
+                f"{self.tool!r} would never call it"
+            )
+        if not isinstance(self.name, str) or not isinstance(self.reason, str):
+            raise PolicyError(f"name and reason must be strings in the rule for {self.tool!r}")
+        if not self.name:
+            object.__setattr__(self, "name", f"{self.decision.value}:{self.tool}")
 
-    def candidates(self, name: str, server: str | None) -> tuple[R, ...]:
-        """The rules that may decide a call to ``name`` (on ``server``), in evaluation order."""
-        if server:
-            entry = self._mcp.get(server)
-            return self._wild if entry is None else entry[1].get(name, entry[0])
-        # An empty server is no server: treating it as one would dodge exact-name denies.
-        return self._local.get(name, self._wild)
+
+Policy.__module__ = "hookscope.policy"

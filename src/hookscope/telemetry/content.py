@@ -3,8 +3,9 @@
 Content is not recorded unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says
 where: ``SPAN_ONLY`` (span attributes), ``EVENT_ONLY`` (the matching span events) or
 ``SPAN_AND_EVENT``. ``NO_CONTENT`` or an unset variable keeps it off; any other value is a
-configuration error, never a silent default. Captured values are JSON, truncated, and values
-under secret-looking keys are always replaced by ``[REDACTED]``, at any depth.
+configuration error, never a silent default. Captured values are JSON, truncated, and redacted
+by :mod:`hookscope.telemetry.redaction` (secret-looking keys at any depth, secrets inside
+strings).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import enum
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+from hookscope.telemetry.redaction import DEFAULT, REDACTED, Redactor, redact
 
 __all__ = [
     "CAPTURE_ENV",
@@ -29,11 +31,8 @@ __all__ = [
 CAPTURE_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: Characters kept of a captured value; longer values end with an ellipsis marker.
 DEFAULT_MAX_LENGTH: Final = 2048
-REDACTED: Final = "[REDACTED]"
-_SECRET_KEY: Final = re.compile(
-    r"token|secret|passw(or)?d|api[_-]?key|authorization|cookie|credential|private[_-]?key",
-    re.IGNORECASE,
-)
+# Searched beyond the cut, so a secret straddling it is still recognised whole.
+_REDACTION_MARGIN: Final = 1024
 
 
 class ContentCapture(enum.Enum):
@@ -74,37 +73,24 @@ def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture
         ) from None
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` with every value under a secret-looking key replaced.
-
-    Keys are mapping keys, and the first item of ``(key, value)`` pairs (headers are often
-    lists of pairs).
-    """
-    if isinstance(value, Mapping):
-        return {
-            key: REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        if len(value) == 2 and isinstance(value[0], str) and _SECRET_KEY.search(value[0]):
-            return [value[0], REDACTED]
-        return [redact(item) for item in value]
-    return value
-
-
-def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH) -> str:
-    """``value`` redacted, as JSON, truncated. Never raises.
+def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH, redactor: Redactor = DEFAULT) -> str:
+    """``value`` redacted by ``redactor``, as JSON, truncated. Never raises.
 
     Objects JSON cannot hold are reduced to their fields (dataclasses, pydantic models, plain
     objects) so secret-looking fields are redacted too; anything else shows only its type, never
     its ``repr`` (which could carry secrets).
     """
+    limit, unseen = max_length + _REDACTION_MARGIN, 0
     try:
-        text = value if isinstance(value, str) else json.dumps(redact(_plain(value, 0)))
+        if isinstance(value, str):
+            unseen = max(0, len(value) - limit)  # cut before redaction; still counted
+            text = redactor.redact_text(value, limit)
+        else:
+            text = json.dumps(redactor.redact(_plain(value, 0), limit))
     except (TypeError, ValueError, RecursionError):
         text = f"[unrenderable {type(value).__name__}]"
     if len(text) > max_length:
-        return f"{text[:max_length]}…[truncated {len(text) - max_length} chars]"
+        return f"{text[:max_length]}…[truncated {len(text) - max_length + unseen} chars]"
     return text
 
 
