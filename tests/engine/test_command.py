@@ -191,12 +191,15 @@ async def test_a_verdict_on_an_inspect_event_changes_nothing(tmp_path: Path) -> 
             "exited with status 139",
         ),
         (printing('{"allow": fals'), "printed malformed JSON (Expecting value at char 10)"),
-        (printing({"decision": "maybe"}), "answered decision 'maybe'; expected approve or block"),
+        (
+            printing({"decision": "maybe"}),
+            "answered an unknown decision (a str); expected approve or block",
+        ),
         (
             printing({"hookSpecificOutput": {"permissionDecision": "perhaps"}}),
-            "answered permissionDecision 'perhaps'; expected allow, deny or ask",
+            "answered an unknown permissionDecision (a str); expected allow, deny or ask",
         ),
-        (printing({"allow": "no"}), "answered \"allow\": 'no'; it must be true or false"),
+        (printing({"allow": "no"}), 'answered "allow" with a str; it must be true or false'),
     ],
 )
 async def test_a_failing_program_fails_closed_naming_the_failure(command: str, detail: str) -> None:

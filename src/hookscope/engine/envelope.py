@@ -191,9 +191,10 @@ def _expect(value: Any, kind: type, what: str) -> Any:
     return value
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+def _odd(value: Any) -> str:
+    # Name the type, never echo the value: what a program prints can carry anything, and this
+    # text reaches the model and the spans.
+    return f"a {type(value).__name__}"
 
 
 def parse_verdict(stdout: str) -> Verdict:
@@ -226,7 +227,7 @@ def verdict_from(answer: Mapping[str, Any]) -> Verdict:
         found.append(Verdict("deny", reason))
     allow = answer.get("allow")
     if "allow" in answer and not isinstance(allow, bool):
-        raise HookFailure(f'answered "allow": {_short(allow)}; it must be true or false')
+        raise HookFailure(f'answered "allow" with {_odd(allow)}; it must be true or false')
     modified = _expect(answer.get("modified_args"), dict, '"modified_args"')
     message = _expect(answer.get("message"), str, '"message"') or ""
     if allow is not None:
@@ -241,7 +242,8 @@ def verdict_from(answer: Mapping[str, Any]) -> Verdict:
         if decision is not None:
             if decision not in _PERMISSION:
                 raise HookFailure(
-                    f"answered permissionDecision {_short(decision)}; expected allow, deny or ask"
+                    f"answered an unknown permissionDecision ({_odd(decision)}); expected allow, "
+                    "deny or ask"
                 )
             found.append(Verdict(_PERMISSION[decision], reason, updated))
         elif updated is not None:
@@ -249,7 +251,9 @@ def verdict_from(answer: Mapping[str, Any]) -> Verdict:
     decision = answer.get("decision")
     if decision is not None:
         if decision not in _DECISION:
-            raise HookFailure(f"answered decision {_short(decision)}; expected approve or block")
+            raise HookFailure(
+                f"answered an unknown decision ({_odd(decision)}); expected approve or block"
+            )
         reason = _expect(answer.get("reason"), str, '"reason"') or ""
         found.append(Verdict(_DECISION[decision], reason))
     if not found:
