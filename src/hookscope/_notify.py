@@ -165,15 +165,18 @@ class Notifier:
 
     def scope_started(self, context: HookContext) -> None:
         """A session, turn or operation scope opened."""
-        self._notify(self._scope_started, context)
+        if self._scope_started:
+            self._notify(self._scope_started, context)
 
     def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
         """A scope closed; ``error`` is what ended it abnormally, cancellation included."""
-        self._notify(self._scope_ended[::-1], context, error)
+        if self._scope_ended:
+            self._notify(self._scope_ended[::-1], context, error)
 
     def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
         """``event`` is about to run its hooks on ``data``."""
-        self._notify(self._dispatch_started, event, context, data)
+        if self._dispatch_started:
+            self._notify(self._dispatch_started, event, context, data)
 
     def hook_finished(
         self,
@@ -185,21 +188,25 @@ class Notifier:
         duration_s: float,
     ) -> None:
         """One hook returned ``result`` or failed with ``error``."""
-        self._notify(self._hook_finished, event, hook_name, context, result, error, duration_s)
+        if self._hook_finished:
+            self._notify(self._hook_finished, event, hook_name, context, result, error, duration_s)
 
     def dispatch_finished(
         self, event: str, context: HookContext, data: Any, result: Any, decided_by: str | None
     ) -> None:
         """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
-        self._notify(self._dispatch_finished, event, context, data, result, decided_by)
+        if self._dispatch_finished:
+            self._notify(self._dispatch_finished, event, context, data, result, decided_by)
 
     def hook_run_started(self, run: HookRun, context: HookContext) -> None:
         """A command or prompt hook is about to run."""
-        self._notify(self._hook_run_started, run, context)
+        if self._hook_run_started:
+            self._notify(self._hook_run_started, run, context)
 
     def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
         """A command or prompt hook finished (``run.error`` says whether it failed)."""
-        self._notify(self._hook_run_finished, run, context)
+        if self._hook_run_finished:
+            self._notify(self._hook_run_finished, run, context)
 
     def _notify(self, callbacks: tuple[Callback, ...], *args: Any) -> None:
         interrupted: BaseException | None = None
