@@ -15,6 +15,12 @@ Sessions of 1 turn x 10 tool calls, each call running a trivial sync tool, timed
   ``dispatch_post_step``; then post_turn and session end. The tool name is not a builtin, so
   its hook makes the tool span current while the tool runs, as hookscope does. Steps and tool
   calls are built once, as the harness hands them over; tool results per call.
+* hookscope sampled out: the first case with a ``ParentBased(TraceIdRatioBased(0.1))`` sampler
+  (its own ``TracerProvider``, same exporter): nine sessions in ten are not recorded, and a
+  span nobody records must not cost its attributes, events or content. Target: ≤ 0.5x the fully
+  sampled case. Metrics are complete either way (they do not depend on sampling).
+* hookscope without telemetry: the same runner and session, no OTelHook — the floor that
+  OTelHook's own cost is measured from (each case less this one).
 * raw OTel: the telemetry hookscope emits for the same session, written by hand with the SDK's
   synchronous instruments: session, turn and tool spans with the same attributes (each made
   current with ``attach``/``detach``), the same span events, ``counter.add`` for sessions,
@@ -60,6 +66,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader, Sum
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from hookscope import Hook, HookResult, OperationContext, ToolCall, ToolResult
 from hookscope.runner import HookRunner
@@ -76,6 +83,8 @@ TRAJECTORY = "traj-0"
 RAW_TARGET = 1.3
 AG_TARGET = 1.25
 AG_STRETCH = 1.0
+SAMPLED_RATIO = 0.1
+SAMPLED_TARGET = 0.5
 
 SessionFn = Callable[[], Awaitable[None]]
 _ROOT = Context()  # an empty context: a span started in it begins a new trace
@@ -109,6 +118,8 @@ class _CountingExporter(SpanExporter):
 class _Tracing:
     provider: TracerProvider
     exporter: _CountingExporter
+    #: Same exporter, ``ParentBased(TraceIdRatioBased(SAMPLED_RATIO))`` sampler.
+    sampled: TracerProvider
 
 
 # The global tracer provider can be set once per process, and antigravity's hooks only use the
@@ -129,7 +140,9 @@ def _tracing() -> _Tracing | None:
     if trace.get_tracer_provider() is not provider:
         provider.shutdown()
         return None
-    _TRACING.append(_Tracing(provider, exporter))
+    sampled = TracerProvider(sampler=ParentBased(TraceIdRatioBased(SAMPLED_RATIO)))
+    sampled.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=1 << 20))
+    _TRACING.append(_Tracing(provider, exporter, sampled))
     return _TRACING[0]
 
 
@@ -151,10 +164,11 @@ def _metrics() -> tuple[MeterProvider, InMemoryMetricReader]:
 
 
 def _collector(tracing: _Tracing, reader: InMemoryMetricReader | None) -> Callable[[], None]:
-    flush = tracing.provider.force_flush
+    flush, flush_sampled = tracing.provider.force_flush, tracing.sampled.force_flush
 
     def collect() -> None:
         flush()
+        flush_sampled()
         if reader is not None:
             reader.collect()
 
@@ -185,12 +199,12 @@ def _calls() -> list[ToolCall]:
     ]
 
 
-def hookscope_otel(tracing: _Tracing, hooks: int) -> Bench:
+def hookscope_otel(tracing: _Tracing, hooks: int, *, sampled: bool = False) -> Bench:
     """OTelHook (plus ``hooks`` no-op hooks) on hookscope's runner, through the scoped API."""
     meter_provider, reader = _metrics()
     runner = HookRunner(
         [
-            OTelHook(tracing.provider, meter_provider),
+            OTelHook(tracing.sampled if sampled else tracing.provider, meter_provider),
             *(_NoOpHook(name) for name in _hook_names(hooks)),
         ]
     )
@@ -202,6 +216,24 @@ def hookscope_otel(tracing: _Tracing, hooks: int) -> Bench:
                 await turn.call_tool(call, _tool)
 
     return Bench(session, _collector(tracing, reader), reader)
+
+
+def hookscope_bare(tracing: _Tracing, hooks: int) -> Bench:
+    """The runner alone, no telemetry: the floor OTelHook's own cost sits on."""
+    runner = HookRunner([_NoOpHook(name) for name in _hook_names(hooks)])
+    calls = _calls()
+
+    async def session() -> None:
+        async with runner.session(agent_name=AGENT) as scope, scope.turn(PROMPT) as turn:
+            for call in calls:
+                await turn.call_tool(call, _tool)
+
+    return Bench(session, lambda: None)
+
+
+def hookscope_sampled(tracing: _Tracing, hooks: int) -> Bench:
+    """The first case on a tracer provider that samples one session in ten."""
+    return hookscope_otel(tracing, hooks, sampled=True)
 
 
 def antigravity_otel(tracing: _Tracing, hooks: int) -> Bench:
@@ -254,7 +286,7 @@ def antigravity_otel(tracing: _Tracing, hooks: int) -> Bench:
 
     async def session() -> None:
         runner.session_context = session_context()  # one per session, as a new Agent makes
-        await runner.dispatch_session_start()
+        await runner.dispatch_session_start()  # antigravity's own runner: its names
         _, turn = await runner.dispatch_pre_turn(PROMPT)
         for pre_step, call, post_step in work:
             await runner.dispatch_pre_step(turn, pre_step)
@@ -369,6 +401,8 @@ class _RawOtel:
             attributes={
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
                 sc.GEN_AI_TOOL_NAME: call.name,
+                sc.TOOL_NAME: call.name,
+                sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.SESSION_ID: session_id,
                 sc.OPENINFERENCE_SPAN_KIND: sc.KIND_TOOL,
@@ -444,6 +478,8 @@ class Case:
 CASES: tuple[Case, ...] = (
     Case("hs", "hookscope OTelHook, turn.call_tool", hookscope_otel, 0),
     Case("hs5", f"hookscope OTelHook + {HOOKS} no-op hooks", hookscope_otel, HOOKS),
+    Case("hs_s", f"hookscope OTelHook, sampled {SAMPLED_RATIO:g}", hookscope_sampled, 0),
+    Case("hs0", "hookscope runner, no telemetry", hookscope_bare, 0),
     Case("ag", "antigravity get_otel_hooks()", antigravity_otel, 0),
     Case("ag5", f"antigravity get_otel_hooks() + {HOOKS} no-op", antigravity_otel, HOOKS),
     Case("raw", "raw OTel SDK, same telemetry", raw_otel, 0),
@@ -500,11 +536,11 @@ def _metric_points(reader: InMemoryMetricReader) -> dict[str, Any]:
 
 
 async def _one_session(tracing: _Tracing, bench: Bench) -> list[ReadableSpan]:
-    tracing.provider.force_flush()
+    bench.collect()
     tracing.exporter.kept = []
     try:
         await bench.session()
-        tracing.provider.force_flush()
+        bench.collect()
         return tracing.exporter.kept
     finally:
         tracing.exporter.kept = None
@@ -518,7 +554,8 @@ async def _check(tracing: _Tracing) -> dict[str, int]:
     for case in CASES:
         bench = case.make(tracing, case.hooks)
         spans = await _one_session(tracing, bench)
-        spans_per_session[case.key] = len(spans)
+        # A sampled case exports a varying number of spans per session (-1: not checked).
+        spans_per_session[case.key] = -1 if case.key == "hs_s" else len(spans)
         trees[case.key] = _span_tree(spans)
         if bench.reader is not None:
             points[case.key] = _metric_points(bench.reader)
@@ -609,7 +646,8 @@ async def _round(
     bench.collect()
     done = perf_counter()
     timing.sessions += sessions
-    timing.dropped += sessions * spans - (tracing.exporter.exported - exported)
+    if spans >= 0:
+        timing.dropped += sessions * spans - (tracing.exporter.exported - exported)
     if timed:
         calls = sessions * CALLS_PER_SESSION
         timing.hot.append((hot - started) / calls * 1e6)
@@ -681,7 +719,7 @@ def _print_report(
         print(
             f"{t.case.label:<{width}}  {min(t.hot):>8.2f}  {statistics.median(t.hot):>8.2f}  "
             f"{min(t.full):>9.2f}  {statistics.median(t.full):>9.2f}  "
-            f"{spans[t.case.key]:>10}  {t.dropped:>7}"
+            f"{spans[t.case.key] if spans[t.case.key] >= 0 else 'varies':>10}  {t.dropped:>7}"
         )
     values = sessions * (CALLS_PER_SESSION * (1 + 2 * HOOKS) + 1)
     print(
@@ -711,6 +749,35 @@ def _print_report(
                     verdict += f", stretch ≤ {stretch:.2f}x {_verdict(ratio, stretch)}"
                 parts.append(f"{label} {ratio:.3f}x [{med:.3f}x] ({verdict})")
             print(f"  hookscope/{name} {hooks} (target ≤ {target:.2f}x): " + "; ".join(parts))
+    sampled, full = by["hs_s"], by["hs"]
+    parts = []
+    for label, mine, theirs in (
+        ("hot", sampled.hot, full.hot),
+        ("+collect", sampled.full, full.full),
+    ):
+        ratio = min(mine) / min(theirs)
+        med = statistics.median(mine) / statistics.median(theirs)
+        parts.append(f"{label} {ratio:.3f}x [{med:.3f}x] ({_verdict(ratio, SAMPLED_TARGET)})")
+    print(
+        f"  hookscope sampled {SAMPLED_RATIO:g}/fully sampled, whole call (target ≤ "
+        f"{SAMPLED_TARGET:.2f}x): " + "; ".join(parts)
+    )
+    # OTelHook's own cost: each case less the runner alone (the same loop, no observer).
+    bare = by["hs0"]
+    parts = []
+    for label, mine, theirs, floor in (
+        ("hot", sampled.hot, full.hot, bare.hot),
+        ("+collect", sampled.full, full.full, bare.full),
+    ):
+        ratio = (min(mine) - min(floor)) / (min(theirs) - min(floor))
+        med = (statistics.median(mine) - statistics.median(floor)) / (
+            statistics.median(theirs) - statistics.median(floor)
+        )
+        parts.append(f"{label} {ratio:.3f}x [{med:.3f}x] ({_verdict(ratio, SAMPLED_TARGET)})")
+    print(
+        f"  OTelHook's own cost, sampled {SAMPLED_RATIO:g}/fully sampled (less the runner alone; "
+        f"target ≤ {SAMPLED_TARGET:.2f}x): " + "; ".join(parts)
+    )
 
 
 # --- profile ------------------------------------------------------------------------------

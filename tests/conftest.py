@@ -1,9 +1,16 @@
-"""Shared fixtures: a recording observer, and in-memory OpenTelemetry providers."""
+"""Shared fixtures (a recording observer, in-memory OpenTelemetry providers) and test hygiene.
+
+``hookscope.testing``'s ``hookscope_recording`` fixture comes from hookscope's ``pytest11``
+entry point. At the end of the session, no exporter thread may still be running: a test that
+starts a BatchSpanProcessor or a PeriodicExportingMetricReader must shut its provider down.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -88,3 +95,37 @@ def metric_reader() -> InMemoryMetricReader:
 @pytest.fixture
 def meter_provider(metric_reader: InMemoryMetricReader) -> MeterProvider:
     return MeterProvider(metric_readers=[metric_reader])
+
+
+#: Names the OpenTelemetry SDK gives its exporter worker threads.
+EXPORTER_THREADS: Final = ("OtelBatch", "OtelPeriodicExportingMetricReader")
+#: How long a thread being shut down as the last test ends may take to go.
+_GRACE_S: Final = 5.0
+
+
+def exporter_threads() -> list[threading.Thread]:
+    """Live exporter worker threads (batch processors, periodic metric readers)."""
+    return [
+        thread
+        for thread in threading.enumerate()
+        if thread.is_alive() and thread.name.startswith(EXPORTER_THREADS)
+    ]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if an exporter thread outlived the tests (a provider was never shut down)."""
+    deadline = time.monotonic() + _GRACE_S
+    leaked = exporter_threads()
+    while leaked and time.monotonic() < deadline:
+        leaked[0].join(timeout=max(0.0, deadline - time.monotonic()))
+        leaked = exporter_threads()
+    if leaked:
+        names = ", ".join(sorted(thread.name for thread in leaked))
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (
+            f"{len(leaked)} OpenTelemetry exporter thread(s) outlived the tests ({names}): "
+            "shut down the TracerProvider/MeterProvider a test starts"
+        )
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {message}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -7,16 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry import trace
 
 from hookscope import hooks
-from hookscope.hooks import Hook
+from hookscope.hooks import Hook, PreToolCallDecideHook
 from hookscope.policy import allow, ask_user, deny, enforce
-from hookscope.runner import HookRunner
+from hookscope.runner import HookRunner, current_hook_run
 from hookscope.telemetry import ContentCapture, OTelHook
+from hookscope.testing import Recording, format_tree, recording, span_tree
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -29,12 +27,20 @@ from hookscope.types import (
     Usage,
 )
 
-from .otel_helpers import attrs, metric_points, span_tree
+
+def attrs(**values: Any) -> frozenset[tuple[str, Any]]:
+    """Metric attributes written as keywords, with '__' standing for '.'."""
+    return frozenset((k.replace("__", "."), v) for k, v in values.items())
 
 
 @pytest.fixture
-def otel_hook(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> OTelHook:
-    return OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.NO_CONTENT)
+def rec(hookscope_recording: Recording) -> Recording:
+    return hookscope_recording
+
+
+@pytest.fixture
+def otel_hook(rec: Recording) -> OTelHook:
+    return rec.hook
 
 
 # --- the scripted agent ---
@@ -55,8 +61,25 @@ class Recover(Hook):
 
 
 class Answerer(Hook):
+    """Answers questions "yes"; confirms a publish to staging, refuses one to prod."""
+
     def on_interaction(self, context: Any, questions: Any) -> list[Answer]:
+        if questions[0].kind == "confirm":
+            target = context.call.args["to"]
+            return [Answer("allow" if target == "staging" else "deny", "confirm")]
         return [Answer("yes", q.id) for q in questions]
+
+
+class ConfirmPublish(Hook):
+    """Asks the user before anything is published."""
+
+    def pre_tool_call(self, context: Any, call: ToolCall) -> HookResult | None:
+        return HookResult.ask(f"publish to {call.args['to']}?") if call.name == "publish" else None
+
+
+class Summarizer(Hook):
+    def pre_compaction(self, context: Any, messages: Any) -> str | None:
+        return f"{len(messages)} messages about a bug"
 
 
 @hooks.pre_turn
@@ -99,23 +122,30 @@ async def run_agent(otel_hook: OTelHook, layout_hook: OTelHook | None = None) ->
             layout_hook or otel_hook,
             enforce(POLICIES),
             ReadOnlyPaths(),
+            ConfirmPublish(),
             Recover(),
             Answerer(),
+            Summarizer(),
             rate_limit,
             flaky_audit,
         ]
     )
     values: list[Any] = []
-    async with runner.session(agent_name="coder", session_id="s1") as session:
+    usage = Usage(120, 30, cache_read_tokens=100, reasoning_tokens=5)
+    async with runner.session(agent_name="coder", session_id="s1", provider="openai") as session:
         async with session.turn("fix the bug") as turn:
             await turn.llm_request(LlmRequest("gpt-test"))
-            await turn.llm_response(LlmResponse("gpt-test", usage=Usage(120, 30)))
+            await turn.llm_response(
+                LlmResponse("gpt-test-0613", usage=usage, finish_reasons=("tool_calls",))
+            )
             for call, fn in [
                 (ToolCall("view_file", {"path": "/w/a.py"}, id="c1"), lambda path: "code"),
                 (ToolCall("run_command", {"cmd": "rm -rf /"}, id="c2"), lambda cmd: ""),
                 (ToolCall("write_file", {"path": "/etc/passwd"}, id="c3"), lambda path: None),
                 (ToolCall("deploy", {}, id="c4"), lambda: "deployed"),
                 (ToolCall("fetch", {}, id="c5"), _flaky),
+                (ToolCall("publish", {"to": "staging"}, id="c10"), lambda to: "published"),
+                (ToolCall("publish", {"to": "prod"}, id="c11"), lambda to: "published"),
             ]:
                 values.append((await turn.call_tool(call, fn)).value)
             outcomes = await asyncio.gather(
@@ -124,7 +154,8 @@ async def run_agent(otel_hook: OTelHook, layout_hook: OTelHook | None = None) ->
             )
             values.extend(o.value for o in outcomes)
             values.append(await turn.ask([Question("Run the tests?", id="q1")]))
-            await turn.compact("summary of 40 messages")
+            summary = await turn.summarize(["m1", "m2", "m3"])
+            await turn.compact(summary or "")
             turn.respond(ChatResponse("fixed", model="gpt-test", usage=Usage(120, 30)))
         async with session.turn("and test it") as turn:
             with pytest.raises(ValueError, match="bad fixture"):
@@ -145,6 +176,8 @@ def _tool_span(
         "attributes": {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
+            "tool.name": name,
+            "gen_ai.tool.type": "function",
             "gen_ai.agent.name": "coder",
             "openinference.span.kind": "TOOL",
             "gen_ai.tool.call.id": call_id,
@@ -178,6 +211,27 @@ def _policy(
 
 
 NO_RULE = _policy("allow", "allowed", "no policy rule matches; allowed")
+CONFIRMED = {
+    "hookscope.interaction.outcome": "answered",
+    "hookscope.interaction.answered_by": "Answerer",
+}
+
+
+def _publish(call_id: str, target: str, outcome: str, events: list[Any]) -> dict[str, Any]:
+    """A publish the user was asked to confirm: the final decision says what they answered."""
+    policy = _policy("ask_user", outcome, f"publish to {target}?", by="ConfirmPublish")
+    span = _tool_span(
+        "publish",
+        call_id,
+        "succeeded" if outcome == "allowed" else "denied",
+        policy,
+        events,
+        **CONFIRMED,
+    )
+    span["events"].insert(0, ("hookscope.interaction", CONFIRMED))
+    return span
+
+
 POST = ("hookscope.post_tool_call", {})
 AUDIT_FAILED = (
     "hookscope.hook_failure",
@@ -199,6 +253,7 @@ def _turn(
             "gen_ai.agent.name": "coder",
             "hookscope.turn.index": index,
             "openinference.span.kind": "AGENT",
+            "gen_ai.provider.name": "openai",
             **extra,
         },
         "events": events,
@@ -217,8 +272,8 @@ EXPECTED_TREE = [
             "openinference.span.kind": "CHAIN",
             "hookscope.session.outcome": "completed",
             "hookscope.session.turns": 3,
-            "hookscope.session.tool_calls": 9,
-            "hookscope.session.denied_calls": 2,
+            "hookscope.session.tool_calls": 11,
+            "hookscope.session.denied_calls": 3,
             "hookscope.session.tool_errors": 2,
         },
         "events": [("hookscope.session_start", {}), ("hookscope.session_end", {})],
@@ -229,6 +284,14 @@ EXPECTED_TREE = [
                 "completed",
                 [
                     ("hookscope.pre_turn", {"hookscope.turn.allowed": True}),
+                    (
+                        "hookscope.pre_compaction",
+                        {
+                            "hookscope.compaction.messages": 3,
+                            "hookscope.compaction.summary_length": 22,
+                            "hookscope.compaction.summarized_by": "Summarizer",
+                        },
+                    ),
                     ("hookscope.compaction", {"hookscope.compaction.summary_length": 22}),
                     AUDIT_FAILED,
                     ("hookscope.post_turn", {}),
@@ -238,13 +301,25 @@ EXPECTED_TREE = [
                         "name": "chat gpt-test",
                         "attributes": {
                             "gen_ai.operation.name": "chat",
+                            "gen_ai.provider.name": "openai",
                             "gen_ai.request.model": "gpt-test",
+                            "gen_ai.response.model": "gpt-test-0613",
+                            "gen_ai.response.finish_reasons": ("tool_calls",),
                             "gen_ai.agent.name": "coder",
                             "openinference.span.kind": "LLM",
+                            "llm.model_name": "gpt-test",
+                            "llm.provider": "openai",
                             "hookscope.guardrail.request": "proceed",
                             "hookscope.guardrail.response": "accept",
                             "gen_ai.usage.input_tokens": 120,
                             "gen_ai.usage.output_tokens": 30,
+                            "gen_ai.usage.cache_read.input_tokens": 100,
+                            "gen_ai.usage.reasoning.output_tokens": 5,
+                            "llm.token_count.prompt": 120,
+                            "llm.token_count.completion": 30,
+                            "llm.token_count.total": 150,
+                            "llm.token_count.prompt_details.cache_read": 100,
+                            "llm.token_count.completion_details.reasoning": 5,
                         },
                         "events": [
                             (
@@ -315,6 +390,8 @@ EXPECTED_TREE = [
                             "hookscope.recovery.hook": "Recover",
                         },
                     ),
+                    _publish("c10", "staging", "allowed", [POST]),
+                    _publish("c11", "prod", "denied", []),
                     _tool_span("grep", "c6", "succeeded", NO_RULE, [POST]),
                     _tool_span("grep", "c7", "succeeded", NO_RULE, [POST]),
                     {
@@ -402,7 +479,7 @@ EXPECTED_TREE = [
 
 
 async def test_agent_run_produces_the_expected_span_tree(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
     values = await run_agent(otel_hook)
     assert values == [
@@ -411,19 +488,21 @@ async def test_agent_run_produces_the_expected_span_tree(
         None,
         "deployed",
         "stale cache",
+        "published",
+        None,
         1,
         2,
         [Answer("yes", "q1")],
         False,
     ]
-    assert span_tree(span_exporter.get_finished_spans()) == EXPECTED_TREE
+    assert span_tree(rec.spans) == EXPECTED_TREE
 
 
 async def test_agent_run_records_the_expected_metric_points(
-    otel_hook: OTelHook, metric_reader: InMemoryMetricReader
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
     await run_agent(otel_hook)
-    points = metric_points(metric_reader.get_metrics_data())
+    points = rec.metric_points()
     agent = {"gen_ai__agent__name": "coder"}
 
     def tool(name: str, outcome: str) -> frozenset[tuple[str, Any]]:
@@ -435,6 +514,8 @@ async def test_agent_run_records_the_expected_metric_points(
         tool("write_file", "denied"): 1,
         tool("deploy", "succeeded"): 1,
         tool("fetch", "recovered"): 1,
+        tool("publish", "succeeded"): 1,
+        tool("publish", "denied"): 1,
         tool("grep", "succeeded"): 2,
         tool("run_tests", "failed"): 1,
         tool("watch", "failed"): 1,
@@ -462,6 +543,8 @@ async def test_agent_run_records_the_expected_metric_points(
         decision("write_file", "deny", "denied"): 1,
         decision("deploy", "ask_user", "allowed", "confirm-deploy", 1): 1,
         decision("fetch", "allow", "allowed"): 1,
+        decision("publish", "ask_user", "allowed"): 1,
+        decision("publish", "ask_user", "denied"): 1,
         decision("grep", "allow", "allowed"): 2,
         decision("run_tests", "allow", "allowed"): 1,
         decision("watch", "allow", "allowed"): 1,
@@ -487,9 +570,12 @@ async def test_agent_run_records_the_expected_metric_points(
     assert points["hookscope.sessions"] == {attrs(**agent): 1}
     assert points["hookscope.sessions.active"] == {attrs(**agent): 0}
     assert points["hookscope.interactions"] == {
-        attrs(hookscope__interaction__outcome="answered", **agent): 1
+        attrs(hookscope__interaction__outcome="answered", **agent): 3  # a question, 2 confirms
     }
-    assert points["hookscope.compactions"] == {attrs(**agent): 1}
+    assert points["hookscope.compactions"] == {
+        attrs(hookscope__compaction__stage="pre", **agent): 1,
+        attrs(hookscope__compaction__stage="post", **agent): 1,
+    }
     assert points["hookscope.guardrail.verdicts"] == {
         attrs(
             hookscope__guardrail__stage="request", hookscope__guardrail__verdict="proceed", **agent
@@ -510,6 +596,7 @@ async def test_agent_run_records_the_expected_metric_points(
     assert points["gen_ai.execute_tool.duration"] == {
         tool("view_file", "succeeded"): 1,
         tool("deploy", "succeeded"): 1,
+        tool("publish", "succeeded"): 1,
         attrs(
             gen_ai__tool__name="fetch",
             hookscope__tool__outcome="recovered",
@@ -534,11 +621,18 @@ async def test_agent_run_records_the_expected_metric_points(
         attrs(hookscope__turn__outcome="completed", **agent): 2,
         attrs(hookscope__turn__outcome="blocked", **agent): 1,
     }
-    assert points["gen_ai.client.token.usage"] == {
-        # turn 0 reported its model call (one pair); turn 1 only its final response.
-        attrs(gen_ai__token__type="input", gen_ai__request__model="gpt-test", **agent): 2,
-        attrs(gen_ai__token__type="output", gen_ai__request__model="gpt-test", **agent): 2,
+    model_call = {
+        "gen_ai__operation__name": "chat",
+        "gen_ai__provider__name": "openai",
+        "gen_ai__request__model": "gpt-test",
+        **agent,
     }
+    # Per model call: turn 0 reported one; the turns' own totals stay on their spans.
+    assert points["gen_ai.client.token.usage"] == {
+        attrs(gen_ai__token__type="input", **model_call): 1,
+        attrs(gen_ai__token__type="output", **model_call): 1,
+    }
+    assert points["gen_ai.client.operation.duration"] == {attrs(**model_call): 1}
     hook_calls = points["hookscope.hook.duration"]
     assert (
         hook_calls[
@@ -548,7 +642,7 @@ async def test_agent_run_records_the_expected_metric_points(
                 **agent,
             )
         ]
-        == 9
+        == 11
     )
     assert (
         hook_calls[
@@ -564,24 +658,18 @@ async def test_agent_run_records_the_expected_metric_points(
     )
 
 
-async def test_every_span_carries_the_session_id(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
-) -> None:
+async def test_every_span_carries_the_session_id(otel_hook: OTelHook, rec: Recording) -> None:
     await run_agent(otel_hook)
-    spans = span_exporter.get_finished_spans()
-    assert len(spans) == 15
+    spans = rec.spans
+    assert len(spans) == 17
     assert {span.attributes["session.id"] for span in spans} == {"s1"}  # type: ignore[index]
     assert len({span.context.trace_id for span in spans}) == 1
 
 
-async def test_turn_layout_gives_each_turn_its_own_trace_linked_to_the_session(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    span_exporter: InMemorySpanExporter,
-) -> None:
-    hook = OTelHook(tracer_provider, meter_provider, trace_layout="turn")
-    await run_agent(hook, layout_hook=hook)
-    spans = span_exporter.get_finished_spans()
+async def test_turn_layout_gives_each_turn_its_own_trace_linked_to_the_session() -> None:
+    with recording(trace_layout="turn") as rec:
+        await run_agent(rec.hook)
+    spans = rec.spans
     session = next(s for s in spans if s.name == "session coder")
     turns = [s for s in spans if s.name == "invoke_agent coder"]
     assert [t.parent for t in turns] == [None, None, None]
@@ -606,10 +694,8 @@ def test_trace_layout_is_read_from_the_environment(monkeypatch: pytest.MonkeyPat
 
 
 async def test_tool_span_is_current_while_the_tool_runs(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
-    from opentelemetry import trace
-
     seen: list[int] = []
 
     async def tool() -> None:
@@ -619,7 +705,7 @@ async def test_tool_span_is_current_while_the_tool_runs(
     async with HookRunner([otel_hook]).session() as session, session.turn() as turn:
         await turn.call_tool(ToolCall("probe"), tool)
         in_turn = trace.get_current_span().get_span_context().span_id
-    spans = {s.name: s.context.span_id for s in span_exporter.get_finished_spans()}
+    spans = {s.name: s.context.span_id for s in rec.spans}
     assert seen == [spans["execute_tool probe"]]
     assert in_turn == spans["invoke_agent agent"]
     assert not trace.get_current_span().get_span_context().is_valid
@@ -627,10 +713,7 @@ async def test_tool_span_is_current_while_the_tool_runs(
 
 @pytest.mark.parametrize("ending", ["error", "cancel"])
 async def test_active_sessions_return_to_zero_however_the_session_ends(
-    otel_hook: OTelHook,
-    metric_reader: InMemoryMetricReader,
-    span_exporter: InMemorySpanExporter,
-    ending: str,
+    otel_hook: OTelHook, rec: Recording, ending: str
 ) -> None:
     started = asyncio.Event()
 
@@ -647,9 +730,9 @@ async def test_active_sessions_return_to_zero_however_the_session_ends(
         task.cancel()
     with pytest.raises((KeyError, asyncio.CancelledError)):
         await task
-    points = metric_points(metric_reader.get_metrics_data())
+    points = rec.metric_points()
     assert points["hookscope.sessions.active"] == {attrs(gen_ai__agent__name="a"): 0}
-    session = next(s for s in span_exporter.get_finished_spans() if s.name == "session a")
+    session = next(s for s in rec.spans if s.name == "session a")
     expected = ("failed", "KeyError") if ending == "error" else ("cancelled", "CancelledError")
     assert (
         session.attributes["hookscope.session.outcome"],
@@ -658,11 +741,9 @@ async def test_active_sessions_return_to_zero_however_the_session_ends(
     assert session.status.status_code.name == "ERROR"
 
 
-async def test_no_content_is_recorded_by_default(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
-) -> None:
+async def test_no_content_is_recorded_by_default(otel_hook: OTelHook, rec: Recording) -> None:
     await run_agent(otel_hook)
-    recorded = json.dumps(span_tree(span_exporter.get_finished_spans()))
+    recorded = json.dumps(span_tree(rec.spans))
     for content in (
         "fix the bug",
         "/w/a.py",
@@ -673,84 +754,15 @@ async def test_no_content_is_recorded_by_default(
         "stale",
     ):
         assert content not in recorded
+    assert rec.logs == ()
 
 
-@pytest.mark.parametrize(
-    ("mode", "on_span", "on_event"),
-    [("SPAN_ONLY", True, False), ("EVENT_ONLY", False, True), ("SPAN_AND_EVENT", True, True)],
-)
-async def test_captured_content_goes_where_the_mode_says_with_secrets_redacted(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    span_exporter: InMemorySpanExporter,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: str,
-    on_span: bool,
-    on_event: bool,
-) -> None:
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", mode)
-    hook = OTelHook(tracer_provider, meter_provider)
-    args = {
-        "url": "https://x",
-        "headers": {"Authorization": "Bearer s3cr3t", "n": [{"api_key": "k"}]},
-    }
-    async with HookRunner([hook]).session() as session, session.turn("hello") as turn:
-        await turn.call_tool(
-            ToolCall("fetch", args), lambda url, headers: {"body": "ok", "token": "t0k"}
-        )
-        turn.respond(ChatResponse("bye"))
-    spans = {s.name: s for s in span_exporter.get_finished_spans()}
-    tool = spans["execute_tool fetch"]
-    expected_args = '{"url": "https://x", "headers": {"Authorization": "[REDACTED]", "n": [{"api_key": "[REDACTED]"}]}}'
-    expected_result = '{"body": "ok", "token": "[REDACTED]"}'
-    span_attrs = dict(tool.attributes or {})
-    event_attrs = {k: v for e in tool.events for k, v in (e.attributes or {}).items()}
-    assert span_attrs.get("gen_ai.tool.call.arguments") == (expected_args if on_span else None)
-    assert span_attrs.get("gen_ai.tool.call.result") == (expected_result if on_span else None)
-    assert event_attrs.get("gen_ai.tool.call.arguments") == (expected_args if on_event else None)
-    assert event_attrs.get("gen_ai.tool.call.result") == (expected_result if on_event else None)
-    turn_span = spans["invoke_agent agent"]
-    assert (turn_span.attributes or {}).get("gen_ai.input.messages") == (
-        "hello" if on_span else None
-    )
-    assert (turn_span.attributes or {}).get("gen_ai.output.messages") == (
-        "bye" if on_span else None
-    )
-    assert "s3cr3t" not in json.dumps(span_tree(list(spans.values())))
-
-
-def test_invalid_content_capture_mode_is_an_error_at_start_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-    with pytest.raises(
-        ValueError, match="'true' is not a capture mode; use one of NO_CONTENT, SPAN_ONLY"
-    ):
-        OTelHook()
-
-
-async def test_long_content_is_truncated(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    span_exporter: InMemorySpanExporter,
-) -> None:
-    hook = OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.SPAN_ONLY)
-    async with HookRunner([hook]).session() as session, session.turn() as turn:
-        await turn.call_tool(ToolCall("big"), lambda: "x" * 5000)
-    result = span_exporter.get_finished_spans()[0].attributes["gen_ai.tool.call.result"]  # type: ignore[index]
-    assert result == "x" * 2048 + "…[truncated 2952 chars]"
-
-
-async def test_tool_names_beyond_the_cardinality_limit_are_reported_as_other(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    metric_reader: InMemoryMetricReader,
-) -> None:
-    hook = OTelHook(tracer_provider, meter_provider, agent_name="a", cardinality_limit=2)
-    async with HookRunner([hook]).session() as session, session.turn() as turn:
-        for name in ("t1", "t2", "t3", "t4", "t1"):
-            await turn.call_tool(ToolCall(name), lambda: None)
-    calls = metric_points(metric_reader.get_metrics_data())["hookscope.tool.calls"]
+async def test_tool_names_beyond_the_cardinality_limit_are_reported_as_other() -> None:
+    with recording(agent_name="a", cardinality_limit=2) as rec:
+        async with HookRunner([rec.hook]).session() as session, session.turn() as turn:
+            for name in ("t1", "t2", "t3", "t4", "t1"):
+                await turn.call_tool(ToolCall(name), lambda: None)
+        calls = rec.metric_points()["hookscope.tool.calls"]
     outcome = {"hookscope__tool__outcome": "succeeded", "gen_ai__agent__name": "a"}
     assert calls == {
         attrs(gen_ai__tool__name="t1", **outcome): 2,
@@ -759,22 +771,52 @@ async def test_tool_names_beyond_the_cardinality_limit_are_reported_as_other(
     }
 
 
+async def test_overflowing_tool_and_rule_names_keep_the_agent_and_the_outcome() -> None:
+    policies = [deny(f"t{i}", name=f"rule-{i}") for i in range(4)]
+    with recording(cardinality_limit=2) as rec:
+        runner = HookRunner([rec.hook, enforce(policies)])
+        for agent in ("a1", "a2"):
+            async with runner.session(agent_name=agent) as session, session.turn() as turn:
+                for i in range(4):
+                    await turn.call_tool(ToolCall(f"t{i}"), lambda: None)
+        points = rec.metric_points()
+    calls = points["hookscope.tool.calls"]
+    decisions = points["hookscope.policy.decisions"]
+    for agent in ("a1", "a2"):
+        denied = {"gen_ai__agent__name": agent, "hookscope__tool__outcome": "denied"}
+        assert calls[attrs(gen_ai__tool__name="_other", **denied)] == 2
+        assert calls[attrs(gen_ai__tool__name="t0", **denied)] == 1
+        assert (
+            decisions[
+                attrs(
+                    gen_ai__agent__name=agent,
+                    gen_ai__tool__name="_other",
+                    hookscope__policy__decision="deny",
+                    hookscope__policy__outcome="denied",
+                    hookscope__policy__rule="_other",
+                    hookscope__policy__bucket=0,
+                )
+            ]
+            == 2
+        )
+
+
 async def test_histograms_use_explicit_second_scale_buckets(
-    otel_hook: OTelHook, metric_reader: InMemoryMetricReader
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
-    async with (
-        HookRunner([otel_hook, ReadOnlyPaths()]).session() as session,
-        session.turn() as turn,
-    ):
+    runner = HookRunner([otel_hook, ReadOnlyPaths()])
+    async with runner.session(provider="openai") as session, session.turn() as turn:
         await turn.call_tool(ToolCall("t"), lambda: None)
-    data = metric_reader.get_metrics_data()
+        await turn.llm_request(LlmRequest("m"))
+        await turn.llm_response(LlmResponse("m", usage=Usage(1, 1)))
+    data = rec.metrics()
     assert data is not None
     bounds = {
         m.name: tuple(m.data.data_points[0].explicit_bounds)
         for rm in data.resource_metrics
         for sm in rm.scope_metrics
         for m in sm.metrics
-        if m.name.endswith("duration")
+        if hasattr(m.data.data_points[0], "explicit_bounds")
     }
     from hookscope.telemetry import semconv as sc
 
@@ -782,6 +824,23 @@ async def test_histograms_use_explicit_second_scale_buckets(
         "gen_ai.execute_tool.duration": sc.DURATION_BUCKETS_S,
         "gen_ai.invoke_agent.duration": sc.TURN_DURATION_BUCKETS_S,
         "hookscope.hook.duration": sc.HOOK_DURATION_BUCKETS_S,
+        "gen_ai.client.operation.duration": (
+            0.01,
+            0.02,
+            0.04,
+            0.08,
+            0.16,
+            0.32,
+            0.64,
+            1.28,
+            2.56,
+            5.12,
+            10.24,
+            20.48,
+            40.96,
+            81.92,
+        ),
+        "gen_ai.client.token.usage": tuple(float(4**i) for i in range(14)),
     }
 
 
@@ -804,42 +863,60 @@ async def test_a_failing_tracer_never_breaks_the_agent(
     assert len(failures) == 1
 
 
-async def test_queued_histogram_values_carry_no_misleading_exemplars(
-    otel_hook: OTelHook, metric_reader: InMemoryMetricReader
+async def test_histogram_values_carry_exemplars_of_the_span_they_measured(
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
-    async with (
-        HookRunner([otel_hook, ReadOnlyPaths()]).session() as session,
-        session.turn() as turn,
-    ):
-        for _ in range(3):
+    runner = HookRunner([otel_hook, ReadOnlyPaths()])
+    async with runner.session() as session, session.turn() as turn:
+        for _ in range(2):
             await turn.call_tool(ToolCall("t"), lambda: None)
-        otel_hook.instruments.flush()  # recorded while a turn span is current
-    data = metric_reader.get_metrics_data()
+        otel_hook.instruments.flush()  # recorded while the turn span is current: still theirs
+    data = rec.metrics()
     assert data is not None
-    exemplars = [
-        exemplar
+    exemplars = {
+        m.name: sorted(e.span_id for p in m.data.data_points for e in p.exemplars)
         for rm in data.resource_metrics
         for sm in rm.scope_metrics
         for m in sm.metrics
-        if m.name == "hookscope.hook.duration"
-        for point in m.data.data_points
-        for exemplar in point.exemplars
+        if m.name in ("gen_ai.execute_tool.duration", "gen_ai.invoke_agent.duration")
+    }
+    spans = rec.spans
+    tools = sorted(s.context.span_id for s in spans if s.name == "execute_tool t")
+    (turn_span,) = [s for s in spans if s.name == "invoke_agent agent"]
+    assert exemplars["gen_ai.invoke_agent.duration"] == [turn_span.context.span_id]
+    # One exemplar per bucket: both calls fall in the same one, which keeps one of them.
+    (tool_exemplar,) = exemplars["gen_ai.execute_tool.duration"]
+    assert tool_exemplar in tools
+
+
+async def test_a_tool_duration_is_its_span_duration(otel_hook: OTelHook, rec: Recording) -> None:
+    async with HookRunner([otel_hook]).session() as session, session.turn() as turn:
+        await turn.call_tool(ToolCall("t"), lambda: None)
+    (span,) = [s for s in rec.spans if s.name == "execute_tool t"]
+    data = rec.metrics()
+    assert data is not None
+    (point,) = [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "gen_ai.execute_tool.duration"
+        for p in m.data.data_points
     ]
-    assert exemplars == []
+    assert span.end_time is not None
+    assert span.start_time is not None
+    assert point.sum == (span.end_time - span.start_time) / 1e9
 
 
 async def test_a_conversation_id_learned_mid_session_labels_the_session_and_its_turns(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
     async with HookRunner([otel_hook]).session(session_id="s9") as session:
         async with session.turn():
             session.context.conversation_id = "traj-1"  # as an adapter learns it
         async with session.turn():
             pass
-    conversations = [
-        (s.name, (s.attributes or {})["gen_ai.conversation.id"])
-        for s in span_exporter.get_finished_spans()
-    ]
+    conversations = [(s.name, (s.attributes or {})["gen_ai.conversation.id"]) for s in rec.spans]
     assert conversations == [
         ("invoke_agent agent", "traj-1"),
         ("invoke_agent agent", "traj-1"),
@@ -848,25 +925,20 @@ async def test_a_conversation_id_learned_mid_session_labels_the_session_and_its_
 
 
 async def test_the_conversation_id_defaults_to_the_session_id(
-    otel_hook: OTelHook, span_exporter: InMemorySpanExporter
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
     async with HookRunner([otel_hook]).session(session_id="s9") as session, session.turn():
         pass
-    assert {
-        (s.attributes or {})["gen_ai.conversation.id"] for s in span_exporter.get_finished_spans()
-    } == {"s9"}
+    assert {(s.attributes or {})["gen_ai.conversation.id"] for s in rec.spans} == {"s9"}
 
 
-async def test_two_otel_hooks_on_one_meter_provider_both_report(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    metric_reader: InMemoryMetricReader,
-) -> None:
+async def test_two_otel_hooks_on_one_meter_provider_both_report(rec: Recording) -> None:
     for agent in ("a1", "a2"):  # e.g. one runner per agent, each with its own OTelHook
-        runner = HookRunner([OTelHook(tracer_provider, meter_provider), ReadOnlyPaths()])
+        hook = OTelHook(rec.tracer_provider, rec.meter_provider)
+        runner = HookRunner([hook, ReadOnlyPaths()])
         async with runner.session(agent_name=agent) as session, session.turn() as turn:
             await turn.call_tool(ToolCall("t"), lambda: None)
-    points = metric_points(metric_reader.get_metrics_data())
+    points = rec.metric_points()
     assert points["hookscope.sessions"] == {
         attrs(gen_ai__agent__name="a1"): 1,
         attrs(gen_ai__agent__name="a2"): 1,
@@ -880,44 +952,277 @@ async def test_two_otel_hooks_on_one_meter_provider_both_report(
     assert sum(points["hookscope.hook.duration"].values()) == 2
 
 
-async def test_agent_names_beyond_the_cardinality_limit_are_reported_as_other(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    metric_reader: InMemoryMetricReader,
-    span_exporter: InMemorySpanExporter,
-) -> None:
-    hook = OTelHook(tracer_provider, meter_provider, cardinality_limit=1)
-    runner = HookRunner([hook])
-    for agent in ("first", "per-user-1", "per-user-2"):
-        async with runner.session(agent_name=agent):
-            pass
-    sessions = metric_points(metric_reader.get_metrics_data())["hookscope.sessions"]
+async def test_agent_names_beyond_the_cardinality_limit_are_reported_as_other() -> None:
+    with recording(cardinality_limit=1) as rec:
+        runner = HookRunner([rec.hook])
+        for agent in ("first", "per-user-1", "per-user-2"):
+            async with runner.session(agent_name=agent):
+                pass
+        sessions = rec.metric_points()["hookscope.sessions"]
     assert sessions == {
         attrs(gen_ai__agent__name="first"): 1,
         attrs(gen_ai__agent__name="_other"): 2,
     }
-    assert sorted(s.name for s in span_exporter.get_finished_spans()) == [
+    assert sorted(s.name for s in rec.spans) == [
         "session first",
         "session per-user-1",
         "session per-user-2",
     ]
 
 
-async def test_odd_arguments_under_content_capture_keep_a_denial_recorded_as_denied(
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
-    span_exporter: InMemorySpanExporter,
+# --- command and prompt hook runs ---
+
+
+class GuardShell(PreToolCallDecideHook):
+    """Stands in for a command hook: reports what a real one reports, and denies."""
+
+    name = "guard-shell"
+    hook_type = "command"
+
+    def __init__(self) -> None:
+        self.current_span: Any = None
+
+    def run(self, context: Any, call: ToolCall) -> HookResult:
+        self.current_span = trace.get_current_span().get_span_context()
+        run = current_hook_run()
+        assert run is not None
+        run.attributes.update({"process.exit.code": 2, "process.executable.name": "guard.sh"})
+        return HookResult.deny("no shell")
+
+
+class SlowJudge(PreToolCallDecideHook):
+    """Stands in for a prompt hook whose model call times out."""
+
+    name = "judge"
+    hook_type = "prompt"
+
+    def run(self, context: Any, call: ToolCall) -> HookResult:
+        run = current_hook_run()
+        assert run is not None
+        run.attributes["gen_ai.request.model"] = "judge-1"
+        raise TimeoutError("model slow")
+
+
+async def test_a_command_hook_run_is_an_execute_hook_span_current_while_it_runs(
+    otel_hook: OTelHook, rec: Recording
 ) -> None:
-    hook = OTelHook(tracer_provider, meter_provider, capture_content=ContentCapture.SPAN_AND_EVENT)
-    odd = {b"raw": object(), ("k", 1): {1, 2}}
-    async with HookRunner([hook, ReadOnlyPaths()]).session() as session, session.turn() as turn:
-        outcome = await turn.call_tool(
-            ToolCall("write_file", {"path": "/etc/x", "odd": odd}), lambda **_: None
-        )
+    guard = GuardShell()
+    runner = HookRunner([otel_hook, guard])
+    async with runner.session(session_id="s1") as session, session.turn() as turn:
+        outcome = await turn.call_tool(ToolCall("shell", id="c1"), lambda: None)
+        after = trace.get_current_span().get_span_context()
     assert outcome.allowed is False
-    (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool write_file"]
-    attributes = tool.attributes or {}
-    assert attributes["hookscope.tool.outcome"] == "denied"
-    assert attributes["gen_ai.tool.call.arguments"] == (
-        """{"path": "/etc/x", "odd": {"b'raw'": "<object>", "('k', 1)": [1, 2]}}"""
+    spans = {s.name: s for s in rec.spans}
+    hook_span, tool_span = spans["execute_hook guard-shell"], spans["execute_tool shell"]
+    assert guard.current_span == hook_span.context
+    assert after == spans["invoke_agent agent"].context
+    assert hook_span.parent == tool_span.context
+    assert hook_span.kind.name == "INTERNAL"
+    assert dict(hook_span.attributes or {}) == {
+        "hookscope.hook.name": "guard-shell",
+        "hookscope.hook.event": "pre_tool_call",
+        "hookscope.hook.type": "command",
+        "openinference.span.kind": "CHAIN",
+        "session.id": "s1",
+        "process.exit.code": 2,
+        "process.executable.name": "guard.sh",
+        "hookscope.hook.verdict": "deny",
+    }
+    assert hook_span.status.status_code.name == "UNSET"
+
+
+async def test_a_failed_prompt_hook_run_ends_its_span_as_an_error(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    runner = HookRunner([otel_hook, SlowJudge()])
+    async with runner.session() as session, session.turn() as turn:
+        outcome = await turn.call_tool(ToolCall("t"), lambda: None)
+    assert outcome.allowed is False  # a failing decide hook fails closed
+    (hook_span,) = [s for s in rec.spans if s.name == "execute_hook judge"]
+    attributes = dict(hook_span.attributes or {})
+    assert (attributes["error.type"], attributes["hookscope.hook.verdict"]) == (
+        "TimeoutError",
+        "none",
     )
+    assert attributes["gen_ai.request.model"] == "judge-1"
+    assert hook_span.status.status_code.name == "ERROR"
+    assert hook_span.status.description == "TimeoutError"
+
+
+async def test_two_otel_hooks_each_record_a_hook_run(rec: Recording) -> None:
+    first = OTelHook(rec.tracer_provider, rec.meter_provider)
+    second = OTelHook(rec.tracer_provider, rec.meter_provider)
+    runner = HookRunner([first, second, GuardShell()])
+    async with runner.session() as session, session.turn() as turn:
+        await turn.call_tool(ToolCall("t"), lambda: None)
+    tools = {s.context.span_id for s in rec.spans if s.name == "execute_tool t"}
+    hook_runs = [s for s in rec.spans if s.name == "execute_hook guard-shell"]
+    assert len(tools) == 2
+    assert {s.parent.span_id for s in hook_runs if s.parent is not None} == tools
+
+
+# --- robustness: other tasks, interruptions, sampling ---
+
+
+async def test_a_session_closed_in_another_task_ends_its_span_without_a_detach_error(
+    otel_hook: OTelHook, rec: Recording, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = HookRunner([otel_hook])
+    scope = runner.session(agent_name="a")
+    await scope.__aenter__()
+    opened = trace.get_current_span().get_span_context()
+    closer = asyncio.create_task(scope.__aexit__(None, None, None))
+    await closer
+    assert [s.name for s in rec.spans] == ["session a"]
+    assert rec.spans[0].context == opened
+    assert [r for r in caplog.records if r.levelname == "ERROR"] == []
+    # The opening task no longer has the ended span current once it opens the next scope
+    # (Python 3.12+: at once, from the closing task).
+    async with runner.session(agent_name="b"):
+        assert trace.get_current_span().get_span_context() != opened
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+class _Interrupting:
+    """An observer whose scope_started is interrupted (as by KeyboardInterrupt)."""
+
+    def scope_started(self, context: Any) -> None:
+        raise KeyboardInterrupt
+
+    def dispatch_started(self, *args: Any) -> None:
+        pass
+
+    def hook_finished(self, *args: Any) -> None:
+        pass
+
+    def dispatch_finished(self, *args: Any) -> None:
+        pass
+
+
+async def test_another_observers_interruption_leaves_no_span_open_nor_a_session_active(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    runner = HookRunner([otel_hook])
+    runner.observe(_Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        async with runner.session(agent_name="a"):
+            pass
+    assert [s.name for s in rec.spans] == ["session a"]
+    assert rec.metric_points()["hookscope.sessions.active"] == {attrs(gen_ai__agent__name="a"): 0}
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_an_interruption_inside_otel_hook_leaves_no_span_open(
+    otel_hook: OTelHook, rec: Recording, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookscope.telemetry import _scopes
+
+    def interrupted(self: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_scopes.SpanRecord, "activate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        async with HookRunner([otel_hook]).session(agent_name="a"):
+            pass
+    assert [(s.name, s.end_time is not None) for s in rec.spans] == [("session a", True)]
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_a_sampled_out_session_records_no_span_and_every_metric() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    with recording(
+        sampler=ParentBased(ALWAYS_OFF), capture_content=ContentCapture.SPAN_ONLY
+    ) as rec:
+        seen: list[bool] = []
+        runner = HookRunner([rec.hook, enforce(POLICIES)])
+        async with runner.session(agent_name="a") as session, session.turn("hi") as turn:
+            await turn.llm_request(LlmRequest("m"))
+            await turn.llm_response(LlmResponse("m", usage=Usage(3, 4)))
+            await turn.call_tool(
+                ToolCall("view_file", {"path": "p"}),
+                lambda path: seen.append(trace.get_current_span().is_recording()),
+            )
+        points = rec.metric_points()
+    assert rec.spans == ()
+    assert seen == [False]
+    assert points["hookscope.tool.calls"] == {
+        attrs(
+            gen_ai__agent__name="a",
+            gen_ai__tool__name="view_file",
+            hookscope__tool__outcome="succeeded",
+        ): 1
+    }
+    assert sum(points["gen_ai.execute_tool.duration"].values()) == 1
+    assert sum(points["gen_ai.client.token.usage"].values()) == 2
+    assert sum(points["gen_ai.client.operation.duration"].values()) == 1
+    assert points["hookscope.turns"] == {
+        attrs(gen_ai__agent__name="a", hookscope__turn__outcome="completed"): 1
+    }
+
+
+async def test_the_chat_span_is_current_while_its_response_is_reported(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    seen: dict[str, Any] = {}
+
+    class Watch(Hook):
+        def pre_llm_request(self, context: Any, request: LlmRequest) -> None:
+            seen["request"] = trace.get_current_span().get_span_context()
+
+        def on_llm_response(self, context: Any, response: LlmResponse) -> None:
+            seen["response"] = trace.get_current_span().get_span_context()
+
+    async with HookRunner([otel_hook, Watch()]).session() as session, session.turn() as turn:
+        await turn.llm_request(LlmRequest("m"))
+        seen["between"] = trace.get_current_span().get_span_context()
+        await turn.llm_response(LlmResponse("m"))
+    spans = {s.name: s for s in rec.spans}
+    chat = spans["chat m"]
+    assert chat.kind.name == "CLIENT"
+    assert seen == {
+        "request": chat.context,
+        "between": spans["invoke_agent agent"].context,
+        "response": chat.context,
+    }
+
+
+async def test_span_tree_keeps_the_keys_asked_for_and_prints_as_an_indented_tree(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    async with HookRunner([otel_hook]).session(agent_name="a") as session, session.turn() as turn:
+        await turn.call_tool(ToolCall("t"), lambda: None)
+    tree = rec.span_tree(keys=["hookscope.tool.outcome"])
+    assert [(node["name"], node["attributes"]) for node in tree] == [("session a", {})]
+    assert tree[0]["children"][0]["children"][0]["attributes"] == {
+        "hookscope.tool.outcome": "succeeded"
+    }
+    assert format_tree(tree) == (
+        "session a [UNSET] {}\n"
+        "  invoke_agent a [UNSET] {}\n"
+        '    execute_tool t [UNSET] {"hookscope.tool.outcome": "succeeded"}'
+    )
+
+
+async def test_a_model_request_report_interrupted_leaves_no_span_current_or_open(
+    otel_hook: OTelHook, rec: Recording
+) -> None:
+    class Interrupt(Hook):
+        async def pre_llm_request(self, context: Any, request: LlmRequest) -> None:
+            raise asyncio.CancelledError
+
+    async def agent() -> None:
+        runner = HookRunner([otel_hook, Interrupt()])
+        async with runner.session() as session, session.turn() as turn:
+            await turn.llm_request(LlmRequest("m"))
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.create_task(agent())
+    assert sorted((s.name, s.end_time is not None) for s in rec.spans) == [
+        ("chat m", True),
+        ("invoke_agent agent", True),
+        ("session agent", True),
+    ]
+    (chat,) = [s for s in rec.spans if s.name == "chat m"]
+    assert (chat.attributes or {})["error.type"] == "CancelledError"
+    assert not trace.get_current_span().get_span_context().is_valid

@@ -236,6 +236,8 @@ def tool_span(
         "gen_ai.agent.name": AGENT,
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool,
+        "gen_ai.tool.type": "function",
+        "tool.name": tool,
         "hookscope.tool.outcome": outcome,
         "openinference.span.kind": "TOOL",
         **decision,

@@ -39,6 +39,8 @@ from hookscope.types import (
 __all__ = ["DemoAgent", "DemoResult", "demo_policies"]
 
 MODEL = "scripted-coder-1"
+#: ``gen_ai.provider.name`` of the scripted model (a custom value, as the conventions allow).
+PROVIDER = "hookscope.demo"
 AGENT = "demo-coder"
 MCP_SERVER = "github"
 MAX_TURNS = 3
@@ -220,7 +222,9 @@ class DemoAgent:
         if rng.random() < 0.5:
             prompts.append("Also refactor the session module")
         context_tokens = 0
-        async with self.runner.session(agent_name=AGENT, session_id=session_id) as session:
+        async with self.runner.session(
+            agent_name=AGENT, session_id=session_id, provider=PROVIDER
+        ) as session:
             for turn_index, prompt in enumerate(prompts):
                 async with session.turn(prompt) as turn:
                     if not turn.allowed:

@@ -1,11 +1,15 @@
 """Opt-in capture of prompts, tool arguments, results and responses.
 
 Content is not recorded unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says
-where: ``SPAN_ONLY`` (span attributes), ``EVENT_ONLY`` (the matching span events) or
-``SPAN_AND_EVENT``. ``NO_CONTENT`` or an unset variable keeps it off; any other value is a
-configuration error, never a silent default. Captured values are JSON, truncated, and redacted
-by :mod:`hookscope.telemetry.redaction` (secret-looking keys at any depth, secrets inside
-strings).
+where: ``SPAN_ONLY`` (span attributes), ``EVENT_ONLY`` (log events through the OTel Logs API,
+named ``gen_ai.client.inference.operation.details`` as the GenAI conventions say) or
+``SPAN_AND_EVENT``. ``true`` (as the contrib instrumentations read it) means
+``SPAN_AND_EVENT``; ``false``, ``NO_CONTENT`` or an unset variable keep it off; any other
+value is a configuration error, never a silent default.
+
+Messages follow the conventions' JSON schema (``[{role, parts: [{type, content}]}]``, output
+messages with a ``finish_reason``). Every captured value is truncated and redacted by
+:mod:`hookscope.telemetry.redaction` (secret-looking keys at any depth, secrets inside strings).
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ from __future__ import annotations
 import enum
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from opentelemetry._logs import Logger
+from opentelemetry.context import Context
+from opentelemetry.trace import Span
+
+from hookscope.telemetry import semconv as sc
 from hookscope.telemetry.redaction import DEFAULT, REDACTED, Redactor, redact
 
 __all__ = [
@@ -23,9 +32,13 @@ __all__ = [
     "DEFAULT_MAX_LENGTH",
     "REDACTED",
     "ContentCapture",
+    "Messages",
     "capture_from_env",
+    "input_messages",
+    "output_messages",
     "redact",
     "render",
+    "to_json",
 ]
 
 CAPTURE_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -50,7 +63,7 @@ class ContentCapture(enum.Enum):
 
     @property
     def on_events(self) -> bool:
-        """Whether content goes into span event attributes."""
+        """Whether content goes into ``gen_ai.client.inference.operation.details`` log events."""
         return self in (ContentCapture.EVENT_ONLY, ContentCapture.SPAN_AND_EVENT)
 
 
@@ -63,14 +76,22 @@ def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture
     raw = (os.environ if environ is None else environ).get(CAPTURE_ENV, "").strip()
     if not raw:
         return ContentCapture.NO_CONTENT
+    boolean = _BOOLEANS.get(raw.lower())
+    if boolean is not None:
+        return boolean
     try:
         return ContentCapture(raw.upper())
     except ValueError:
         modes = ", ".join(mode.value for mode in ContentCapture)
         raise ValueError(
-            f"{CAPTURE_ENV}={raw!r} is not a capture mode; use one of {modes} "
+            f"{CAPTURE_ENV}={raw!r} is not a capture mode; use true, false or one of {modes} "
             "(or unset it to record no content)"
         ) from None
+
+
+#: ``true``/``false``, as the contrib instrumentations read the variable: ``true`` records
+#: content everywhere the conventions allow it (spans, and events for those reading logs).
+_BOOLEANS: Final = {"true": ContentCapture.SPAN_AND_EVENT, "false": ContentCapture.NO_CONTENT}
 
 
 def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH, redactor: Redactor = DEFAULT) -> str:
@@ -117,3 +138,188 @@ def _plain(value: Any, depth: int) -> Any:
     if hasattr(value, "__dict__"):
         return {str(k): _plain(v, depth) for k, v in vars(value).items() if not k.startswith("_")}
     return f"<{type(value).__name__}>"
+
+
+# --- messages in the GenAI conventions' schema ---
+
+Message = dict[str, Any]
+
+
+def _text(value: Any, redactor: Redactor) -> Message:
+    return {"type": "text", "content": render(value, redactor=redactor)}
+
+
+def _parts(content: Any, redactor: Redactor) -> list[Message]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [_text(content, redactor)]
+    if isinstance(content, (list, tuple)):  # OpenAI-style content parts
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append(_text(part.get("text", part.get("content", "")), redactor))
+            else:
+                parts.append(_text(part, redactor))
+        return parts
+    return [_text(content, redactor)]
+
+
+def _tool_call_part(call: Any, redactor: Redactor) -> Message:
+    """A tool call as a part: hookscope's ToolCall or an OpenAI-style mapping."""
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else call
+        name, arguments = function.get("name", ""), function.get("arguments")
+        call_id = call.get("id", "")
+    else:
+        name, arguments = getattr(call, "name", ""), getattr(call, "args", None)
+        call_id = getattr(call, "id", "")
+    part: Message = {
+        "type": "tool_call",
+        "name": str(name),
+        "arguments": render(arguments, redactor=redactor),
+    }
+    if call_id:
+        part["id"] = str(call_id)
+    return part
+
+
+def _message(item: Any, redactor: Redactor) -> Message:
+    if not isinstance(item, Mapping):
+        return {"role": "user", "parts": _parts(item, redactor)}
+    role = str(item.get("role", "user"))
+    if role == "tool":
+        response = render(item.get("content"), redactor=redactor)
+        part: Message = {"type": "tool_call_response", "response": response}
+        if item.get("tool_call_id"):
+            part["id"] = str(item["tool_call_id"])
+        return {"role": "tool", "parts": [part]}
+    parts = _parts(item.get("content"), redactor)
+    parts += [_tool_call_part(call, redactor) for call in item.get("tool_calls") or ()]
+    return {"role": role, "parts": parts}
+
+
+def input_messages(value: Any, redactor: Redactor = DEFAULT) -> list[Message]:
+    """``value`` (a prompt, or chat messages such as ``LlmRequest.messages``) as input messages.
+
+    A string or any other value is one user message; mappings with ``role`` and ``content``
+    (OpenAI style, including ``tool_calls`` and ``tool`` results) keep their roles.
+    """
+    if isinstance(value, (list, tuple)) and all(isinstance(m, Mapping) for m in value):
+        return [_message(item, redactor) for item in value]
+    return [_message(value, redactor)]
+
+
+def output_messages(
+    text: str,
+    tool_calls: Sequence[Any] = (),
+    finish_reasons: Sequence[str] = (),
+    redactor: Redactor = DEFAULT,
+) -> list[Message]:
+    """The model's (or agent's) answer as one assistant output message."""
+    parts = [_text(text, redactor)] if text else []
+    parts += [_tool_call_part(call, redactor) for call in tool_calls]
+    reason = finish_reasons[0] if finish_reasons else ("tool_call" if tool_calls else "stop")
+    return [{"role": "assistant", "parts": parts, "finish_reason": reason}]
+
+
+def to_json(messages: list[Message]) -> str:
+    """Messages as the JSON string a span attribute holds."""
+    return json.dumps(messages, ensure_ascii=False)
+
+
+class Messages:
+    """Puts captured content where the capture mode says: span attributes and/or log events.
+
+    On spans, messages are JSON strings (``gen_ai.input.messages``, ``gen_ai.output.messages``)
+    with OpenInference's ``input.value``/``output.value`` beside them (for Phoenix); in log
+    events they are structured values, as the conventions require for events.
+
+    Args:
+        capture: The capture mode.
+        logger: The OTel logger that emits ``gen_ai.client.inference.operation.details``.
+        redactor: Redacts every captured value (the built-in rules, plus a hook's own
+            ``redact_patterns``).
+    """
+
+    __slots__ = ("_logger", "capture", "on_events", "on_spans", "redactor")
+
+    def __init__(
+        self, capture: ContentCapture, logger: Logger, redactor: Redactor = DEFAULT
+    ) -> None:
+        self.capture = capture
+        self.on_spans = capture.on_spans
+        self.on_events = capture.on_events
+        self.redactor = redactor
+        self._logger = logger
+
+    def output(
+        self, text: str, tool_calls: Sequence[Any] = (), finish_reasons: Sequence[str] = ()
+    ) -> list[Message]:
+        """An answer as output messages, redacted by this capture's redactor."""
+        return output_messages(text, tool_calls, finish_reasons, self.redactor)
+
+    def prompt(self, span: Span, prompt: Any) -> None:
+        """A turn's prompt, or a model request's messages, on its span."""
+        if self.on_spans:
+            redactor = self.redactor
+            messages = input_messages(prompt, redactor)
+            span.set_attributes(
+                {
+                    sc.GEN_AI_INPUT_MESSAGES: to_json(messages),
+                    sc.INPUT_VALUE: render(prompt, redactor=redactor),
+                }
+            )
+
+    def value(self, span: Span, key: str, openinference_key: str, value: Any) -> None:
+        """A tool's arguments or result (or a question) on its span, under ``key``."""
+        if self.on_spans:
+            rendered = render(value, redactor=self.redactor)
+            span.set_attributes({key: rendered, openinference_key: rendered})
+
+    def exchange(
+        self,
+        span: Span,
+        context: Context,
+        inputs: Any,
+        output: list[Message],
+        output_text: str,
+        attributes: dict[str, Any],
+        *,
+        inputs_on_span: bool,
+    ) -> None:
+        """One operation's answer on its span, and its whole exchange as a log event.
+
+        Args:
+            span: The operation's span (a chat or a turn).
+            context: The OTel context carrying that span: the event is linked to it.
+            inputs: What the operation was given (a prompt or request messages).
+            output: Its output messages.
+            output_text: Its answer as text, for OpenInference's ``output.value``.
+            attributes: The operation's identifying attributes (operation, provider, models,
+                usage), repeated on the event.
+            inputs_on_span: Whether to put the input messages on the span too (a chat span
+                records its request here; a turn span did when it opened).
+        """
+        if self.on_spans:
+            span_attributes: dict[str, Any] = {
+                sc.GEN_AI_OUTPUT_MESSAGES: to_json(output),
+                sc.OUTPUT_VALUE: render(output_text, redactor=self.redactor),
+            }
+            if inputs_on_span:
+                span_attributes[sc.GEN_AI_INPUT_MESSAGES] = to_json(
+                    input_messages(inputs, self.redactor)
+                )
+                span_attributes[sc.INPUT_VALUE] = render(inputs, redactor=self.redactor)
+            span.set_attributes(span_attributes)
+        if self.on_events:
+            self._logger.emit(
+                event_name=sc.EVENT_INFERENCE_DETAILS,
+                context=context,
+                attributes={
+                    **attributes,
+                    sc.GEN_AI_INPUT_MESSAGES: input_messages(inputs, self.redactor),
+                    sc.GEN_AI_OUTPUT_MESSAGES: output,
+                },
+            )

@@ -6,8 +6,10 @@ measurements per tool call, so hookscope keeps them off the hot path:
 
 * counters are pre-aggregated in process (a dict increment) and reported through
   observable instruments when a reader collects;
-* histogram values are queued and recorded into the SDK histogram when a reader collects
-  (or when the queue reaches :data:`FLUSH_THRESHOLD`, which bounds memory);
+* histogram values are queued, each with the OTel context it was measured in (which carries
+  its span), and recorded into the SDK histogram in that context when a reader collects (or
+  when the queue reaches :data:`FLUSH_THRESHOLD`, which bounds memory): exemplars link each
+  value to the span it measured, as if it had been recorded there and then;
 * attribute dicts are built once per distinct attribute set and reused.
 
 Tool, rule, model, hook and error-type values pass a :class:`CardinalityGuard`: after
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final, final
@@ -42,8 +45,9 @@ DEFAULT_CARDINALITY_LIMIT: Final = 100
 AttributeValue = str | int | bool
 Key = tuple[AttributeValue | None, ...]
 # Queued values are recorded at collection time (or in a flush), where the current span is
-# unrelated to the measurement: record them in a context with an invalid span so the SDK attaches
-# no misleading exemplar. (An empty Context() is falsy: the SDK would fall back to the current one.)
+# unrelated to the measurement: a value measured outside any span of ours is recorded in a
+# context with an invalid span, so the SDK attaches no misleading exemplar. (An empty Context()
+# is falsy: the SDK would fall back to the current one.)
 _NO_SPAN: Final = trace.set_span_in_context(trace.INVALID_SPAN, Context())
 
 
@@ -124,7 +128,7 @@ class _Counts:
 class _Histogram:
     """A histogram whose values are queued and recorded in batches."""
 
-    __slots__ = ("_attributes", "_histogram", "_names", "_pending")
+    __slots__ = ("_attributes", "_boundaries", "_histogram", "_names", "_pending")
 
     def __init__(
         self,
@@ -136,30 +140,46 @@ class _Histogram:
         boundaries: Sequence[float],
     ) -> None:
         self._names = tuple(names)
+        self._boundaries = tuple(boundaries)
         self._histogram = meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
         )
         # deque.append and popleft are atomic: the agent's thread appends while a reader's
         # thread drains, without a lock.
-        self._pending: deque[tuple[float, Key]] = deque()
+        self._pending: deque[tuple[float, Key, Context | None]] = deque()
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
 
-    def record(self, value: float, key: Key) -> None:
-        self._pending.append((value, key))
+    def record(self, value: float, key: Key, context: Context | None) -> None:
+        """Queue ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
+        self._pending.append((value, key, context))
         if len(self._pending) >= FLUSH_THRESHOLD:
             self.flush()
 
     def flush(self) -> None:
+        """Record every queued value, each in the context (span) it was measured in.
+
+        The SDK keeps one exemplar per bucket of a series and offering one costs more than the
+        rest of a measurement, so per flush only the first value of each series and bucket is
+        offered with its span; the others are recorded in a span-less context. Every bucket
+        that holds values still gets an exemplar pointing at a span that produced one.
+        """
         pending, record, cache = self._pending, self._histogram.record, self._attributes
+        boundaries, offered = self._boundaries, set()
         while True:
             try:
-                value, key = pending.popleft()
+                value, key, context = pending.popleft()
             except IndexError:
                 return
             attributes = cache.get(key)
             if attributes is None:
                 attributes = cache[key] = _attributes(self._names, key)
-            record(value, attributes, context=_NO_SPAN)
+            if context is not None:
+                slot = (key, bisect_left(boundaries, value))
+                if slot in offered:
+                    context = None
+                else:
+                    offered.add(slot)
+            record(value, attributes, context=context or _NO_SPAN)
 
 
 @final
@@ -177,7 +197,9 @@ class Instruments:
     ) -> None:
         from hookscope import __version__
 
-        meter = meter_provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__)
+        meter = meter_provider.get_meter(
+            sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
+        )
         agent, tool, outcome = sc.GEN_AI_AGENT_NAME, sc.GEN_AI_TOOL_NAME, sc.TOOL_OUTCOME
         hook, event = sc.HOOK_NAME, sc.HOOK_EVENT
 
@@ -191,6 +213,7 @@ class Instruments:
         self.tool_name = guard()
         self.rule_name = guard()
         self.model_name = guard()
+        self.provider_name = guard()
         self.hook_name = guard()
         self.error_type = guard()
 
@@ -247,7 +270,11 @@ class Instruments:
             (agent, sc.INTERACTION_OUTCOME),
         )
         self.compactions = _Counts(
-            meter, sc.METRIC_COMPACTIONS, "{compaction}", "Context compactions", (agent,)
+            meter,
+            sc.METRIC_COMPACTIONS,
+            "{compaction}",
+            "Context compactions, by stage (pre: summary asked of hooks; post: reported)",
+            (agent, sc.COMPACTION_STAGE),
         )
         self.guardrail_verdicts = _Counts(
             meter,
@@ -260,7 +287,7 @@ class Instruments:
             meter,
             sc.METRIC_TOOL_DURATION,
             "s",
-            "Time a tool took to run",
+            "Duration of a tool call's execute_tool span (tools that ran)",
             (agent, tool, sc.ERROR_TYPE, outcome),
             sc.DURATION_BUCKETS_S,
         )
@@ -268,17 +295,26 @@ class Instruments:
             meter,
             sc.METRIC_TURN_DURATION,
             "s",
-            "Time a turn took",
-            (agent, sc.TURN_OUTCOME),
+            "Duration of a turn's invoke_agent span",
+            (agent, sc.TURN_OUTCOME, sc.ERROR_TYPE),
             sc.TURN_DURATION_BUCKETS_S,
         )
+        operation = (agent, sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME)
         self.token_usage = _Histogram(
             meter,
             sc.METRIC_TOKEN_USAGE,
             "{token}",
-            "Tokens per model response",
-            (agent, sc.GEN_AI_TOKEN_TYPE, sc.GEN_AI_REQUEST_MODEL),
+            "Input and output tokens per model call",
+            (*operation, sc.GEN_AI_TOKEN_TYPE, sc.GEN_AI_REQUEST_MODEL),
             sc.TOKEN_BUCKETS,
+        )
+        self.operation_duration = _Histogram(
+            meter,
+            sc.METRIC_OPERATION_DURATION,
+            "s",
+            "Duration of a model call (its chat span)",
+            (*operation, sc.GEN_AI_REQUEST_MODEL, sc.ERROR_TYPE),
+            sc.OPERATION_DURATION_BUCKETS_S,
         )
         self.hook_duration = _Histogram(
             meter,
@@ -292,6 +328,7 @@ class Instruments:
             self.tool_duration,
             self.turn_duration,
             self.token_usage,
+            self.operation_duration,
             self.hook_duration,
         )
         # Queued histogram values must be recorded before the SDK aggregates a collection.

@@ -1,45 +1,57 @@
-"""OTelHook: every lifecycle event as nested spans, span events and metrics.
+"""OTelHook: every lifecycle event as nested spans, span events, metrics and log events.
 
 ``OTelHook`` is a :class:`~hookscope.runner.DispatchObserver`: ``HookRunner([OTelHook(), ...])``
 observes with it wherever it stands, so it sees every hook's result and the final decision.
-Each scope gets one span, kept in a table keyed by the scope's context and made current for
-the scope's duration (so libraries instrumented inside a tool nest under its span):
+Each scope gets one span record (:mod:`hookscope.telemetry._scopes`), stored on the scope's
+context and made current for the scope's duration (so libraries instrumented inside a tool
+nest under its span):
 
 * session → ``session {agent}`` (a root span: one trace per session), or with
   ``trace_layout="turn"`` each turn starts its own trace linked to the session span;
-* turn → ``invoke_agent {agent}``; model calls → ``chat {model}``;
-* tool call → ``execute_tool {tool}``; question to the user → ``interaction {agent}``.
+* turn → ``invoke_agent {agent}``; model call → ``chat {model}`` (kind CLIENT, current while
+  its request and its response are reported);
+* tool call → ``execute_tool {tool}``; question to the user → ``interaction {agent}``;
+* command or prompt hook run → ``execute_hook {hook}``.
 
+A sampled-out span costs no attributes, events or content: only what metrics need is built.
 Nothing here ever raises into the agent: the runner isolates observer failures, and every
-scope's span is ended in a ``finally``.
+record's span is ended in a ``finally``.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable
-from time import perf_counter
+import re
+from collections.abc import Callable, Iterable
+from time import time_ns
 from typing import Any, Final, Literal, final
 
 from opentelemetry import metrics, trace
+from opentelemetry._logs import LoggerProvider, get_logger_provider
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.runner import DispatchObserver
+from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._handlers import EventHandlers, records_below
 from hookscope.telemetry._scopes import (
-    OperationScope,
-    SessionScope,
-    TurnScope,
-    fail,
-    usage_attributes,
+    STALE,
+    HookRunRecord,
+    OperationRecord,
+    SessionRecord,
+    SpanRecord,
+    TurnRecord,
+    error_type,
+    reap_stale,
 )
-from hookscope.telemetry.content import ContentCapture, capture_from_env, render
+from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
-from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
+from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
+from hookscope.telemetry.redaction import Redactor
 
 __all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
 
@@ -47,11 +59,11 @@ TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
-_MAX_REASON: Final = 256
+_HOOK_KEYS = itertools.count()
 
 
 @final
-class OTelHook(DispatchObserver):
+class OTelHook(EventHandlers, DispatchObserver):
     """Record a runner's sessions, turns, tool calls and decisions with OpenTelemetry.
 
     Args:
@@ -65,6 +77,11 @@ class OTelHook(DispatchObserver):
             reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off when unset).
         cardinality_limit: Distinct tool, rule, model, hook and error-type values per metric
             before further ones are reported as ``_other``.
+        logger_provider: Where ``gen_ai.client.inference.operation.details`` events go when
+            content capture includes events; the global provider when ``None``.
+        redact_patterns: Regular expressions (strings or compiled) whose matches in captured
+            content are redacted, besides the built-in rules and those added process-wide
+            with :func:`hookscope.telemetry.add_redaction_pattern`.
 
     Raises:
         ValueError: an unknown trace layout or content capture mode.
@@ -79,65 +96,100 @@ class OTelHook(DispatchObserver):
         *,
         capture_content: ContentCapture | None = None,
         cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT,
+        logger_provider: LoggerProvider | None = None,
+        redact_patterns: Iterable[str | re.Pattern[str]] = (),
     ) -> None:
         layout = trace_layout or os.environ.get(LAYOUT_ENV, "").strip() or "session"
         if layout not in _LAYOUTS:
             source = "trace_layout" if trace_layout else LAYOUT_ENV
             raise ValueError(f"{source}={layout!r} is not a trace layout; use 'session' or 'turn'")
-        self.trace_layout: TraceLayout = layout  # type: ignore[assignment]
+        self.trace_layout: TraceLayout = "turn" if layout == "turn" else "session"
         self.agent_name = agent_name or "agent"
         self.capture = capture_content if capture_content is not None else capture_from_env()
         self._tracer = trace.get_tracer(
-            sc.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
+            sc.INSTRUMENTATION_SCOPE,
+            __version__,
+            tracer_provider=tracer_provider,
+            schema_url=sc.SCHEMA_URL,
         )
         self.instruments = instruments_for(
             meter_provider or metrics.get_meter_provider(), cardinality_limit
         )
-        # Scope state by id(context): contexts are alive for exactly as long as their scope.
-        self._scopes: dict[int, Any] = {}
-        self._finished: dict[HookEvent, Callable[[Any, Any, Any, str | None], None]] = {
-            "on_session_start": self._session_started,
-            "on_session_end": self._session_ending,
-            "pre_turn": self._pre_turn,
-            "post_turn": self._post_turn,
-            "pre_llm_request": self._pre_llm_request,
-            "on_llm_response": self._on_llm_response,
-            "pre_tool_call": self._pre_tool_call,
-            "post_tool_call": self._post_tool_call,
-            "on_tool_error": self._on_tool_error,
-            "on_interaction": self._on_interaction,
-            "on_compaction": self._on_compaction,
+        patterns = tuple(redact_patterns)
+        self._messages = Messages(
+            self.capture,
+            (logger_provider or get_logger_provider()).get_logger(
+                sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
+            ),
+            Redactor(patterns) if patterns else DEFAULT_REDACTOR,
+        )
+        # Each scope's record is stored on its context under a key private to this hook, so
+        # two OTelHooks on one runner never see each other's records. One key per kind: an
+        # operation's context finds its turn's record under the turn key (through its parent).
+        prefix = f"hookscope.telemetry.{next(_HOOK_KEYS)}"
+        self._session_key = f"{prefix}.session"
+        self._turn_key = f"{prefix}.turn"
+        self._operation_key = f"{prefix}.operation"
+        self._keys: dict[type[HookContext], str] = {
+            SessionContext: self._session_key,
+            TurnContext: self._turn_key,
+            OperationContext: self._operation_key,
         }
+        self._openers: dict[type[HookContext], Callable[[Any], None]] = {
+            SessionContext: self._open_session,
+            TurnContext: self._open_turn,
+            OperationContext: self._open_operation,
+        }
+        self._closers: dict[type[HookContext], Callable[[Any, Any, Any, int], None]] = {
+            SessionContext: self._close_session,
+            TurnContext: self._close_turn,
+            OperationContext: self._close_operation,
+        }
+        self._routes = self.event_routes(self._session_key, self._turn_key, self._operation_key)
 
     # --- scopes ---
 
+    def record(self, context: HookContext) -> SpanRecord | None:
+        """The span record this hook keeps for ``context``'s scope, if it saw the scope open."""
+        key = self._keys.get(type(context))
+        return context.get(key) if key is not None else None
+
     def scope_started(self, context: HookContext) -> None:
-        kind = type(context)
-        if kind is OperationContext:
-            self._start_operation(context)  # type: ignore[arg-type]
-        elif kind is TurnContext:
-            self._start_turn(context)  # type: ignore[arg-type]
-        elif kind is SessionContext:
-            self._start_session(context)  # type: ignore[arg-type]
+        if STALE:  # spans ended in another task, still current in this one
+            reap_stale()
+        opener = self._openers.get(type(context))
+        if opener is not None:
+            opener(context)
 
     def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
-        scope = self._scopes.pop(id(context), None)
-        if scope is None:
+        kind = type(context)
+        key = self._keys.get(kind)
+        if key is None:
             return
+        record = context.get(key)
+        if record is None:
+            return
+        context.set(key, None)  # ended once, even if told twice
+        end_ns = time_ns()
         try:
-            if type(scope) is OperationScope:
-                self._end_operation(context, scope, error)  # type: ignore[arg-type]
-            elif type(scope) is TurnScope:
-                self._end_turn(context, scope, error)  # type: ignore[arg-type]
-            else:
-                self._end_session(context, scope, error)  # type: ignore[arg-type]
+            self._closers[kind](context, record, error, end_ns)
         finally:
-            scope.close()
+            record.end(error, end_ns)
 
-    def _start_session(self, context: SessionContext) -> None:
+    def _open(self, context: HookContext, key: str, record: SpanRecord) -> None:
+        """Make ``record`` current and store it on ``context``; end its span if that fails."""
+        try:
+            record.activate()
+            context.set(key, record)
+        except BaseException:
+            record.end()
+            raise
+
+    def _open_session(self, context: SessionContext) -> None:
         agent = context.agent_name or self.agent_name
         session_id = context.session_id
         ambient = trace.get_current_span().get_span_context()
+        start_ns = time_ns()
         span = self._tracer.start_span(
             sc.SPAN_SESSION.format(agent),
             context=_ROOT,
@@ -150,136 +202,163 @@ class OTelHook(DispatchObserver):
             },
             # A session run inside a traced request starts its own trace, linked to it.
             links=[Link(ambient)] if ambient.is_valid else None,
+            start_time=start_ns,
         )
         metric_agent = self.instruments.agent_name(agent)
-        self._scopes[id(context)] = SessionScope(span, agent, metric_agent)
+        provider = context.provider
+        self._open(
+            context,
+            self._session_key,
+            SessionRecord(span, start_ns, agent, metric_agent, provider),
+        )
+        # Counted last: a failure above leaves no session counted as active.
         key = (metric_agent,)
         self.instruments.sessions.add(key)
         self.instruments.sessions_active.add(key)
 
-    def _end_session(
-        self, context: SessionContext, scope: SessionScope, error: BaseException | None
+    def _close_session(
+        self,
+        context: SessionContext,
+        record: SessionRecord,
+        error: BaseException | None,
+        end_ns: int,
     ) -> None:
-        span = scope.span
-        span.set_attributes(
-            {
-                sc.SESSION_OUTCOME: context.outcome or "completed",
-                sc.SESSION_TURNS: scope.turns,
-                sc.SESSION_TOOL_CALLS: scope.tool_calls,
-                sc.SESSION_DENIED_CALLS: scope.denied_calls,
-                sc.SESSION_TOOL_ERRORS: scope.tool_errors,
-                sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
-            }
-        )
-        if error is not None:
-            fail(span, error)
-        self.instruments.sessions_active.add((scope.metric_agent,), -1)
+        self.instruments.sessions_active.add((record.metric_agent,), -1)
+        if record.recording:
+            record.span.set_attributes(
+                {
+                    sc.SESSION_OUTCOME: context.outcome or "completed",
+                    sc.SESSION_TURNS: record.turns,
+                    sc.SESSION_TOOL_CALLS: record.tool_calls,
+                    sc.SESSION_DENIED_CALLS: record.denied_calls,
+                    sc.SESSION_TOOL_ERRORS: record.tool_errors,
+                    sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
+                }
+            )
 
-    def _start_turn(self, context: TurnContext) -> None:
-        session: SessionScope | None = self._scopes.get(id(context.session))
+    def _open_turn(self, context: TurnContext) -> None:
+        session: SessionRecord | None = context.get(self._session_key)
         agent = session.agent if session is not None else context.agent_name or self.agent_name
-        session_id = context.session_id
-        attributes: dict[str, Any] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: agent,
-            sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
-            sc.SESSION_ID: session_id,
-            sc.TURN_INDEX: context.turn_index,
-            sc.OPENINFERENCE_SPAN_KIND: sc.KIND_AGENT,
-        }
-        if self.capture.on_spans and context.prompt is not None:
-            attributes[sc.GEN_AI_INPUT_MESSAGES] = render(context.prompt)
-        parent, links = None, None
-        if session is not None:
-            session_context = session.span.get_span_context()
-            if self.trace_layout == "turn":
-                parent, links = _ROOT, [Link(session_context)]
-            else:
-                parent = trace.set_span_in_context(session.span)
-        span = self._tracer.start_span(
-            sc.SPAN_TURN.format(agent), context=parent, attributes=attributes, links=links
-        )
+        provider = session.provider if session is not None else None
+        own_trace = session is not None and self.trace_layout == "turn"
+        attributes: dict[str, Any] | None = None
+        if own_trace or records_below(session):  # built before the span, to start it with them
+            session_id = context.session_id
+            attributes = {
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: agent,
+                sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
+                sc.SESSION_ID: session_id,
+                sc.TURN_INDEX: context.turn_index,
+                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_AGENT,
+            }
+            if provider is not None:
+                attributes[sc.GEN_AI_PROVIDER_NAME] = provider
+        start_ns = time_ns()
+        reused: Context | None = None
+        if own_trace and session is not None:  # a trace of its own, linked to the session's
+            span = self._tracer.start_span(
+                sc.SPAN_TURN.format(agent),
+                context=_ROOT,
+                links=[Link(session.span.get_span_context())],
+                attributes=attributes,
+                start_time=start_ns,
+            )
+        else:
+            span, reused = self.child_span(
+                session, sc.SPAN_TURN, agent, start_ns, attributes=attributes
+            )
+        if reused is None and context.prompt is not None and span.is_recording():
+            self._messages.prompt(span, context.prompt)
         metric_agent = session.metric_agent if session else self.instruments.agent_name(agent)
-        self._scopes[id(context)] = TurnScope(span, agent, metric_agent, session)
+        self._open(
+            context,
+            self._turn_key,
+            TurnRecord(
+                span, start_ns, agent, metric_agent, session, provider, context.prompt, reused
+            ),
+        )
 
-    def _end_turn(
-        self, context: TurnContext, scope: TurnScope, error: BaseException | None
+    def _close_turn(
+        self, context: TurnContext, record: TurnRecord, error: BaseException | None, end_ns: int
     ) -> None:
-        span, agent = scope.span, scope.metric_agent
+        agent = record.metric_agent
         outcome = context.outcome or ("failed" if error is not None else "completed")
-        if scope.chat is not None:  # a model call the agent never reported back
-            scope.chat.end()
-        span.set_attribute(sc.TURN_OUTCOME, outcome)
-        conversation_id = context.session.conversation_id
-        if conversation_id is not None:  # learned while the turn ran (google-antigravity)
-            span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
-        if scope.usage is not None:
-            span.set_attributes(usage_attributes(scope.usage))
-            if not scope.usage_recorded:
-                self._record_tokens(agent, scope.model, scope.usage)
-        if error is not None:
-            fail(span, error)
-        elif outcome == "blocked":
-            span.set_status(Status(StatusCode.ERROR, f"turn blocked by {scope.blocked_by}"))
+        if record.chat is not None:  # a model call the agent never reported back
+            self.end_chat(record, error, end_ns)
+        kind = error_type(error) if error is not None else None
+        if record.recording:
+            span = record.span
+            span.set_attribute(sc.TURN_OUTCOME, outcome)
+            conversation_id = context.session.conversation_id
+            if conversation_id is not None:  # learned while the turn ran (google-antigravity)
+                span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
+            if error is None and outcome == "blocked":
+                span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
-        instruments.turn_duration.record(perf_counter() - scope.started, (agent, outcome))
-        if scope.session is not None:
-            scope.session.turns += 1
+        guarded = instruments.error_type(kind) if kind is not None else None
+        instruments.turn_duration.record(
+            record.seconds(end_ns), (agent, outcome, guarded), record.context
+        )
+        if record.session is not None:
+            record.session.turns += 1
 
-    def _start_operation(self, context: OperationContext) -> None:
-        turn: TurnScope | None = self._scopes.get(id(context.turn))
+    def _open_operation(self, context: OperationContext) -> None:
+        turn: TurnRecord | None = context.get(self._turn_key)
         agent = turn.agent if turn is not None else context.agent_name or self.agent_name
-        parent = trace.set_span_in_context(turn.span) if turn is not None else None
-        session_id = context.session_id
         call = context.call
-        if context.kind == "tool" and call is not None:
-            attributes: dict[str, Any] = {
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
-                sc.GEN_AI_TOOL_NAME: call.name,
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.SESSION_ID: session_id,
-                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_TOOL,
-            }
-            if context.call_id:
-                attributes[sc.GEN_AI_TOOL_CALL_ID] = context.call_id
-            if call.server is not None:
-                attributes[sc.TOOL_SERVER] = call.server
-            name, tool = sc.SPAN_TOOL.format(call.name), call.name
-        else:
-            attributes = {
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.SESSION_ID: session_id,
-                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
-            }
-            name, tool = sc.SPAN_INTERACTION.format(agent), ""
-        span = self._tracer.start_span(name, context=parent, attributes=attributes)
+        is_tool = context.kind == "tool" and call is not None
+        tool = call.name if is_tool and call is not None else ""
+        attributes: dict[str, Any] | None = None
+        if records_below(turn):  # built before the span, to start it with them
+            attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.SESSION_ID: context.session_id}
+            if is_tool and call is not None:
+                attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
+                attributes[sc.GEN_AI_TOOL_NAME] = tool
+                attributes[sc.TOOL_NAME] = tool
+                attributes[sc.GEN_AI_TOOL_TYPE] = sc.TOOL_TYPE_FUNCTION
+                attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_TOOL
+                if context.call_id:
+                    attributes[sc.GEN_AI_TOOL_CALL_ID] = context.call_id
+                if call.server is not None:
+                    attributes[sc.TOOL_SERVER] = call.server
+            else:
+                attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_CHAIN
+        start_ns = time_ns()
+        name, argument = (sc.SPAN_TOOL, tool) if is_tool else (sc.SPAN_INTERACTION, agent)
+        span, reused = self.child_span(turn, name, argument, start_ns, attributes=attributes)
         metric_agent = turn.metric_agent if turn else self.instruments.agent_name(agent)
-        self._scopes[id(context)] = OperationScope(span, agent, metric_agent, turn, tool)
+        self._open(
+            context,
+            self._operation_key,
+            OperationRecord(span, start_ns, agent, metric_agent, turn, tool, reused),
+        )
 
-    def _end_operation(
-        self, context: OperationContext, scope: OperationScope, error: BaseException | None
+    def _close_operation(
+        self,
+        context: OperationContext,
+        record: OperationRecord,
+        error: BaseException | None,
+        end_ns: int,
     ) -> None:
-        span, agent = scope.span, scope.metric_agent
-        if context.kind == "interaction":
-            if error is not None:
-                fail(span, error)
+        if context.kind != "tool":
             return
-        outcome = scope.outcome or (sc.TOOL_FAILED if error is not None else sc.TOOL_SUCCEEDED)
-        span.set_attribute(sc.TOOL_OUTCOME, outcome)
-        raised = scope.error_type  # set when the tool raised (recovered or not)
-        error_type = fail(span, error) if error is not None else raised
+        agent = record.metric_agent
+        outcome = record.outcome or (sc.TOOL_FAILED if error is not None else sc.TOOL_SUCCEEDED)
+        raised = record.error_type  # set when the tool raised (recovered or not)
+        kind = error_type(error) if error is not None else raised
+        if record.recording:
+            record.span.set_attribute(sc.TOOL_OUTCOME, outcome)
         instruments = self.instruments
-        tool = instruments.tool_name(scope.tool)
+        tool = instruments.tool_name(record.tool)
         instruments.tool_calls.add((tool, agent, outcome))
-        if scope.executed_s is None and scope.run_started and error is not None:
-            scope.executed_s = perf_counter() - scope.run_started  # cancelled while running
-        if scope.executed_s is not None:
-            guarded_error = instruments.error_type(error_type) if error_type else None
+        if record.ran:  # one duration: the span's own, recorded in the span's context
+            guarded = instruments.error_type(kind) if kind else None
             instruments.tool_duration.record(
-                scope.executed_s, (agent, tool, guarded_error, outcome)
+                record.seconds(end_ns), (agent, tool, guarded, outcome), record.context
             )
-        session = scope.session
+        session = record.session
         if session is not None:
             session.tool_calls += 1
             if outcome == sc.TOOL_DENIED:
@@ -287,15 +366,67 @@ class OTelHook(DispatchObserver):
             elif raised is not None:
                 session.tool_errors += 1
 
+    # --- command and prompt hook runs ---
+
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
+        """Open ``execute_hook {name}`` under the scope's span and make it current.
+
+        Current, so that a command hook's ``TRACEPARENT`` (or a prompt hook's HTTP client)
+        continues this span's trace.
+        """
+        scope = self.record(context)
+        attributes: dict[str, Any] | None = None
+        if records_below(scope):
+            attributes = {
+                sc.HOOK_NAME: run.hook_name,
+                sc.HOOK_EVENT: run.event,
+                sc.HOOK_TYPE: run.hook_type,
+                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
+            }
+            session_id = getattr(context, "session_id", None)
+            if session_id is not None:
+                attributes[sc.SESSION_ID] = session_id
+        start_ns = time_ns()
+        span, reused = self.child_span(
+            scope, sc.SPAN_HOOK, run.hook_name, start_ns, attributes=attributes
+        )
+        agent = scope.agent if scope is not None else self.agent_name
+        metric_agent = scope.metric_agent if scope is not None else agent
+        record = HookRunRecord(span, start_ns, agent, metric_agent, reused)
+        try:
+            record.activate()
+            states = run.state if isinstance(run.state, dict) else {}
+            # Keyed by observer: two OTelHooks on one runner each keep their own span.
+            states[self] = record
+            run.state = states
+        except BaseException:
+            record.end()
+            raise
+
+    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
+        """End the run's span with the hook's attributes, its verdict and any error."""
+        states = run.state
+        record = states.pop(self, None) if isinstance(states, dict) else None
+        if record is None:
+            return
+        error: BaseException | None = None
+        try:
+            if record.recording:
+                record.span.set_attributes(dict(run.attributes))
+                record.span.set_attribute(sc.HOOK_VERDICT, run.verdict)
+            error = run.error
+        finally:
+            record.end(error)
+
     # --- dispatches ---
 
     def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
-        if event == "post_tool_call" or event == "on_tool_error":
-            scope: OperationScope | None = self._scopes.get(id(context))
-            if scope is not None and scope.run_started:
-                scope.executed_s = perf_counter() - scope.run_started
-        elif event == "pre_llm_request":
-            self._start_chat(context, data)
+        if event == "pre_llm_request":
+            self.start_chat(context.get(self._turn_key), context, data)
+        elif event == "on_llm_response":
+            turn: TurnRecord | None = context.get(self._turn_key)
+            if turn is not None and turn.chat is not None:
+                turn.chat.activate()  # current while the response is reported
 
     def hook_finished(
         self,
@@ -307,26 +438,28 @@ class OTelHook(DispatchObserver):
         duration_s: float,
     ) -> None:
         instruments = self.instruments
-        agent = instruments.agent_name(context.agent_name or self.agent_name)  # type: ignore[attr-defined]
+        route = self._routes.get(event)
+        record: SpanRecord | None = context.get(route[0]) if route is not None else None
+        if record is not None:
+            agent = record.metric_agent
+        else:
+            agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
         hook = instruments.hook_name(hook_name)
-        instruments.hook_duration.record(duration_s, (agent, hook, event))
+        # No exemplar: a hook has no span of its own, and with several hooks per event the
+        # exemplar reservoir would cost more than the rest of the measurement.
+        instruments.hook_duration.record(duration_s, (agent, hook, event), None)
         if error is None:
-            if event == "pre_tool_call" and result is not None and result.decision is not None:
-                scope = self._scopes.get(id(context))
-                if scope is not None:  # remember the policy hook: it is named on allows too
-                    scope.policy_hook = hook_name
+            if event == "pre_tool_call" and isinstance(record, OperationRecord):
+                decision = getattr(result, "decision", None)
+                if decision is not None:  # the policy hook: named on allows too
+                    record.policy_hook = hook_name
             return
-        error_type = instruments.error_type(type(error).__name__)
-        instruments.hook_failures.add((agent, hook, event, error_type))
-        scope = self._scopes.get(id(context))
-        if scope is not None:
-            scope.span.add_event(
+        kind = error_type(error)
+        instruments.hook_failures.add((agent, hook, event, instruments.error_type(kind)))
+        if record is not None and record.recording:
+            record.span.add_event(
                 sc.EVENT_HOOK_FAILURE,
-                {
-                    sc.HOOK_NAME: hook_name,
-                    sc.HOOK_EVENT: event,
-                    sc.ERROR_TYPE: type(error).__name__,
-                },
+                {sc.HOOK_NAME: hook_name, sc.HOOK_EVENT: event, sc.ERROR_TYPE: kind},
             )
 
     def dispatch_finished(
@@ -337,204 +470,10 @@ class OTelHook(DispatchObserver):
         result: Any,
         decided_by: str | None,
     ) -> None:
-        scope = self._scopes.get(id(context))
-        if scope is not None:
-            self._finished[event](scope, data, result, decided_by)
-
-    def _session_started(self, scope: SessionScope, data: Any, result: Any, by: Any) -> None:
-        scope.span.add_event(sc.EVENT_NAMES["on_session_start"])
-
-    def _session_ending(self, scope: SessionScope, data: Any, result: Any, by: Any) -> None:
-        scope.span.add_event(sc.EVENT_NAMES["on_session_end"])
-
-    def _pre_turn(self, scope: TurnScope, prompt: Any, result: HookResult, by: str | None) -> None:
-        attributes: dict[str, Any] = {sc.TURN_ALLOWED: result.allow}
-        if not result.allow:
-            scope.blocked_by = by
-            attributes[sc.TURN_DECIDED_BY] = by
-            attributes[sc.TURN_MESSAGE] = result.message[:_MAX_REASON]
-            scope.span.set_attributes(attributes)
-        if self.capture.on_events and prompt is not None:
-            attributes[sc.GEN_AI_INPUT_MESSAGES] = render(prompt)
-        scope.span.add_event(sc.EVENT_NAMES["pre_turn"], attributes)
-
-    def _post_turn(self, scope: TurnScope, response: ChatResponse, result: Any, by: Any) -> None:
-        if response.usage is not None:
-            scope.usage, scope.model = response.usage, response.model
-        attributes: dict[str, Any] = {}
-        if response.text:
-            self._capture(scope.span, sc.GEN_AI_OUTPUT_MESSAGES, response.text, attributes)
-        scope.span.add_event(sc.EVENT_NAMES["post_turn"], attributes)
-
-    def _pre_tool_call(
-        self, scope: OperationScope, call: ToolCall, result: HookResult, by: str | None
-    ) -> None:
-        decision = result.decision
-        if decision is not None:
-            attributes: dict[str, Any] = {
-                sc.POLICY_DECISION: decision.decision.value,
-                sc.POLICY_OUTCOME: decision.outcome,
-                sc.POLICY_REASON: decision.reason[:_MAX_REASON],
-            }
-            rule, bucket = decision.rule, decision.bucket
-            if rule is not None:
-                attributes[sc.POLICY_RULE] = rule
-            if bucket is not None:
-                attributes[sc.POLICY_BUCKET] = bucket
-        else:  # no policy spoke, or a plain decide hook denied
-            attributes = {
-                sc.POLICY_DECISION: "allow" if result.allow else "deny",
-                sc.POLICY_OUTCOME: sc.POLICY_ALLOWED if result.allow else sc.POLICY_DENIED,
-            }
-            if not result.allow:
-                attributes[sc.POLICY_REASON] = result.message[:_MAX_REASON]
-            rule = bucket = None
-        decided_by = by or (scope.policy_hook if decision is not None else None)
-        if decided_by is not None:
-            attributes[sc.POLICY_DECIDED_BY] = decided_by
-        if result.allow:
-            scope.run_started = perf_counter()
-        else:
-            scope.outcome = sc.TOOL_DENIED
-        instruments = self.instruments
-        instruments.policy_decisions.add(
-            (
-                scope.metric_agent,
-                instruments.tool_name(scope.tool),
-                attributes[sc.POLICY_DECISION],
-                attributes[sc.POLICY_OUTCOME],
-                instruments.rule_name(rule) if rule is not None else None,
-                bucket,
-            )
-        )
-        span = scope.span
-        span.set_attributes(attributes)
-        self._capture(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, call.args, attributes)
-        span.add_event(sc.EVENT_NAMES["pre_tool_call"], attributes)
-
-    def _post_tool_call(self, scope: OperationScope, data: Any, result: Any, by: Any) -> None:
-        scope.outcome = sc.TOOL_SUCCEEDED
-        attributes: dict[str, Any] = {}
-        self._capture(scope.span, sc.GEN_AI_TOOL_CALL_RESULT, data.value, attributes)
-        scope.span.add_event(sc.EVENT_NAMES["post_tool_call"], attributes)
-
-    def _on_tool_error(
-        self, scope: OperationScope, error: BaseException, recovery: Any, by: str | None
-    ) -> None:
-        error_type = type(error).__name__
-        recovered = recovery is not None
-        scope.error_type = error_type
-        scope.outcome = sc.TOOL_RECOVERED if recovered else sc.TOOL_FAILED
-        attributes: dict[str, Any] = {sc.ERROR_TYPE: error_type, sc.RECOVERY_RECOVERED: recovered}
-        if recovered and by is not None:
-            attributes[sc.RECOVERY_HOOK] = by
-        scope.span.set_attributes(attributes)
-        scope.span.add_event(sc.EVENT_NAMES["on_tool_error"], attributes)
-        instruments = self.instruments
-        instruments.tool_errors.add(
-            (
-                scope.metric_agent,
-                instruments.tool_name(scope.tool),
-                instruments.error_type(error_type),
-                recovered,
-            )
-        )
-
-    def _on_interaction(self, scope: OperationScope, questions: Any, answers: Any, by: Any) -> None:
-        answered = answers is not None
-        outcome = sc.INTERACTION_ANSWERED if answered else sc.INTERACTION_UNANSWERED
-        attributes: dict[str, Any] = {sc.INTERACTION_OUTCOME: outcome}
-        if answered and by is not None:
-            attributes[sc.INTERACTION_ANSWERED_BY] = by
-        scope.span.set_attributes(attributes)
-        if self.capture.on_events:
-            attributes = {**attributes, sc.INTERACTION_QUESTIONS: render(questions)}
-        scope.span.add_event(sc.EVENT_NAMES["on_interaction"], attributes)
-        self.instruments.interactions.add((scope.metric_agent, outcome))
-
-    def _on_compaction(self, scope: TurnScope, summary: str, result: Any, by: Any) -> None:
-        scope.span.add_event(
-            sc.EVENT_NAMES["on_compaction"], {sc.COMPACTION_SUMMARY_LENGTH: len(summary)}
-        )
-        self.instruments.compactions.add((scope.metric_agent,))
-
-    def _capture(self, span: Span, key: str, value: Any, event_attributes: dict[str, Any]) -> None:
-        """Record ``value`` under ``key`` on the span and/or the event, as the mode says."""
-        capture = self.capture
-        if capture is ContentCapture.NO_CONTENT:
+        route = self._routes.get(event)
+        if route is None:
             return
-        rendered = render(value)
-        if capture.on_spans:
-            span.set_attribute(key, rendered)
-        if capture.on_events:
-            event_attributes[key] = rendered
-
-    # --- model calls ---
-
-    def _start_chat(self, context: HookContext, request: LlmRequest) -> None:
-        scope: TurnScope | None = self._scopes.get(id(context))
-        if scope is None:
-            return
-        if scope.chat is not None:
-            scope.chat.end()
-        model = request.model
-        scope.chat = self._tracer.start_span(
-            sc.SPAN_CHAT.format(model),
-            context=trace.set_span_in_context(scope.span),
-            attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_CHAT,
-                sc.GEN_AI_REQUEST_MODEL: model,
-                sc.GEN_AI_AGENT_NAME: scope.agent,
-                sc.SESSION_ID: context.session_id,  # type: ignore[attr-defined]
-                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_LLM,
-            },
-        )
-
-    def _guardrail(
-        self, scope: TurnScope, stage: str, verdict: str, by: str | None, reason: str
-    ) -> dict[str, Any]:
-        attributes: dict[str, Any] = {sc.GUARDRAIL_STAGE: stage, sc.GUARDRAIL_VERDICT: verdict}
-        if by is not None:
-            attributes[sc.GUARDRAIL_DECIDED_BY] = by
-        if reason:
-            attributes[sc.GUARDRAIL_REASON] = reason[:_MAX_REASON]
-        self.instruments.guardrail_verdicts.add((scope.metric_agent, stage, verdict))
-        return attributes
-
-    def _pre_llm_request(
-        self, scope: TurnScope, request: LlmRequest, decision: Any, by: Any
-    ) -> None:
-        attributes = self._guardrail(scope, sc.STAGE_REQUEST, decision.action, by, decision.message)
-        chat = scope.chat
-        if chat is None:
-            return
-        chat.set_attribute(sc.GUARDRAIL_REQUEST, decision.action)
-        chat.add_event(sc.EVENT_NAMES["pre_llm_request"], attributes)
-        if decision.action == "block":  # the model is not called: the chat span ends here
-            chat.end()
-            scope.chat = None
-
-    def _on_llm_response(
-        self, scope: TurnScope, response: LlmResponse, decision: Any, by: Any
-    ) -> None:
-        attributes = self._guardrail(
-            scope, sc.STAGE_RESPONSE, decision.action, by, decision.message
-        )
-        chat = scope.chat
-        if response.usage is not None:
-            self._record_tokens(scope.metric_agent, response.model, response.usage)
-            scope.usage_recorded = True
-        if chat is None:
-            return
-        chat.set_attribute(sc.GUARDRAIL_RESPONSE, decision.action)
-        if response.usage is not None:
-            chat.set_attributes(usage_attributes(response.usage))
-        chat.add_event(sc.EVENT_NAMES["on_llm_response"], attributes)
-        chat.end()
-        scope.chat = None
-
-    def _record_tokens(self, agent: str, model: str | None, usage: Usage) -> None:
-        histogram = self.instruments.token_usage
-        model_name = self.instruments.model_name(model) if model else None
-        histogram.record(usage.input_tokens, (agent, sc.TOKEN_INPUT, model_name))
-        histogram.record(usage.output_tokens, (agent, sc.TOKEN_OUTPUT, model_name))
+        key, handler = route
+        record = context.get(key)
+        if record is not None:
+            handler(record, data, result, decided_by)

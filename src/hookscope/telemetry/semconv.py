@@ -2,52 +2,61 @@
 
 Dashboards, alert rules and tests use these names (or their Prometheus forms, see
 :data:`PROMETHEUS_NAMES` and :data:`PROCESS_METRIC_NAMES`); nothing else in hookscope spells an
-attribute or metric name as a literal. GenAI semantic-convention names come from
-``opentelemetry-semantic-conventions``.
+attribute or metric name as a literal. Names from the OpenTelemetry GenAI semantic conventions
+(semantic-conventions v1.41 and the GenAI conventions repository after it) and from
+OpenInference are written out here rather than imported from the semantic-conventions
+package's ``_incubating`` modules, which deprecate and move them between releases.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_AGENT_NAME,
-    GEN_AI_CONVERSATION_ID,
-    GEN_AI_INPUT_MESSAGES,
-    GEN_AI_OPERATION_NAME,
-    GEN_AI_OUTPUT_MESSAGES,
-    GEN_AI_REQUEST_MODEL,
-    GEN_AI_TOKEN_TYPE,
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_ID,
-    GEN_AI_TOOL_CALL_RESULT,
-    GEN_AI_TOOL_NAME,
-    GEN_AI_USAGE_INPUT_TOKENS,
-    GEN_AI_USAGE_OUTPUT_TOKENS,
-)
-from opentelemetry.semconv._incubating.attributes.session_attributes import SESSION_ID
-from opentelemetry.semconv._incubating.metrics.gen_ai_metrics import GEN_AI_CLIENT_TOKEN_USAGE
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-
 from hookscope.hooks import HookEvent
 
-__all__ = [
-    "ERROR_TYPE",
-    "GEN_AI_AGENT_NAME",
-    "GEN_AI_CONVERSATION_ID",
-    "GEN_AI_INPUT_MESSAGES",
-    "GEN_AI_OPERATION_NAME",
-    "GEN_AI_OUTPUT_MESSAGES",
-    "GEN_AI_REQUEST_MODEL",
-    "GEN_AI_TOKEN_TYPE",
-    "GEN_AI_TOOL_CALL_ARGUMENTS",
-    "GEN_AI_TOOL_CALL_ID",
-    "GEN_AI_TOOL_CALL_RESULT",
-    "GEN_AI_TOOL_NAME",
-    "GEN_AI_USAGE_INPUT_TOKENS",
-    "GEN_AI_USAGE_OUTPUT_TOKENS",
-    "SESSION_ID",
-]
+#: The semantic-conventions schema the names below follow (tracer and meter ``schema_url``).
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
+
+# --- OpenTelemetry semantic conventions: general and GenAI ---
+ERROR_TYPE: Final = "error.type"
+SESSION_ID: Final = "session.id"
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+#: The log event carrying a model call's (or turn's) messages when capture includes events.
+EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
+#: ``gen_ai.tool.type`` of a tool the agent's own code runs (the conventions' client-side kind).
+TOOL_TYPE_FUNCTION: Final = "function"
+
+# --- OpenInference (Arize Phoenix) ---
+INPUT_VALUE: Final = "input.value"
+OUTPUT_VALUE: Final = "output.value"
+TOOL_NAME: Final = "tool.name"
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_PROVIDER: Final = "llm.provider"
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+LLM_TOKEN_COUNT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+LLM_TOKEN_COUNT_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
+LLM_TOKEN_COUNT_REASONING: Final = "llm.token_count.completion_details.reasoning"
 
 INSTRUMENTATION_SCOPE: Final = "hookscope"
 
@@ -57,6 +66,7 @@ SPAN_TURN: Final = "invoke_agent {}"
 SPAN_TOOL: Final = "execute_tool {}"
 SPAN_INTERACTION: Final = "interaction {}"
 SPAN_CHAT: Final = "chat {}"
+SPAN_HOOK: Final = "execute_hook {}"
 
 # --- gen_ai.operation.name values ---
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"
@@ -95,6 +105,13 @@ INTERACTION_OUTCOME: Final = "hookscope.interaction.outcome"
 INTERACTION_ANSWERED_BY: Final = "hookscope.interaction.answered_by"
 INTERACTION_QUESTIONS: Final = "hookscope.interaction.questions"
 COMPACTION_SUMMARY_LENGTH: Final = "hookscope.compaction.summary_length"
+#: Messages a ``pre_compaction`` dispatch was asked to summarize.
+COMPACTION_MESSAGES: Final = "hookscope.compaction.messages"
+#: The hook whose summary a ``pre_compaction`` dispatch used.
+COMPACTION_SUMMARIZED_BY: Final = "hookscope.compaction.summarized_by"
+#: The lifecycle point a compaction was reported at: ``pre`` (hooks asked for a summary)
+#: or ``post`` (the agent compacted its context).
+COMPACTION_STAGE: Final = "hookscope.compaction.stage"
 GUARDRAIL_STAGE: Final = "hookscope.guardrail.stage"
 GUARDRAIL_VERDICT: Final = "hookscope.guardrail.verdict"
 GUARDRAIL_REQUEST: Final = "hookscope.guardrail.request"
@@ -103,6 +120,10 @@ GUARDRAIL_DECIDED_BY: Final = "hookscope.guardrail.decided_by"
 GUARDRAIL_REASON: Final = "hookscope.guardrail.reason"
 HOOK_NAME: Final = "hookscope.hook.name"
 HOOK_EVENT: Final = "hookscope.hook.event"
+#: How a hook runs: ``python``, ``command`` or ``prompt`` (DESIGN §7).
+HOOK_TYPE: Final = "hookscope.hook.type"
+#: What a command or prompt hook run said: ``allow``, ``deny``, ``ask`` or ``none``.
+HOOK_VERDICT: Final = "hookscope.hook.verdict"
 #: The signal a telemetry export carried: ``traces`` or ``metrics``.
 TELEMETRY_SIGNAL: Final = "hookscope.telemetry.signal"
 
@@ -117,6 +138,8 @@ INTERACTION_ANSWERED: Final = "answered"
 INTERACTION_UNANSWERED: Final = "unanswered"
 TOKEN_INPUT: Final = "input"
 TOKEN_OUTPUT: Final = "output"
+COMPACTION_PRE: Final = "pre"
+COMPACTION_POST: Final = "post"
 STAGE_REQUEST: Final = "request"
 STAGE_RESPONSE: Final = "response"
 #: What a guarded value becomes when it would exceed an instrument's cardinality limit.
@@ -134,6 +157,7 @@ EVENT_NAMES: Final[dict[HookEvent, str]] = {
     "post_tool_call": "hookscope.post_tool_call",
     "on_tool_error": "hookscope.tool_error",
     "on_interaction": "hookscope.interaction",
+    "pre_compaction": "hookscope.pre_compaction",
     "on_compaction": "hookscope.compaction",
 }
 EVENT_HOOK_FAILURE: Final = "hookscope.hook_failure"
@@ -147,7 +171,8 @@ METRIC_SESSIONS: Final = "hookscope.sessions"
 METRIC_SESSIONS_ACTIVE: Final = "hookscope.sessions.active"
 METRIC_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
 METRIC_TURN_DURATION: Final = "gen_ai.invoke_agent.duration"
-METRIC_TOKEN_USAGE: Final = GEN_AI_CLIENT_TOKEN_USAGE
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_HOOK_DURATION: Final = "hookscope.hook.duration"
 METRIC_HOOK_FAILURES: Final = "hookscope.hook.failures"
 METRIC_INTERACTIONS: Final = "hookscope.interactions"
@@ -177,6 +202,7 @@ PROMETHEUS_NAMES: Final[dict[str, str]] = {
     METRIC_TOOL_DURATION: "gen_ai_execute_tool_duration_seconds",
     METRIC_TURN_DURATION: "gen_ai_invoke_agent_duration_seconds",
     METRIC_TOKEN_USAGE: "gen_ai_client_token_usage",
+    METRIC_OPERATION_DURATION: "gen_ai_client_operation_duration_seconds",
     METRIC_HOOK_DURATION: "hookscope_hook_duration_seconds",
     METRIC_HOOK_FAILURES: "hookscope_hook_failures_total",
     METRIC_INTERACTIONS: "hookscope_interactions_total",
@@ -193,7 +219,9 @@ PROCESS_METRIC_NAMES: Final[dict[str, str]] = {
 
 # fmt: off
 #: Explicit bucket boundaries in seconds: the SDK's defaults (0 … 10000) suit milliseconds.
-#: Tool calls span sub-millisecond lookups to multi-second commands.
+#: Tool calls span sub-millisecond lookups to multi-second commands. Not the conventions'
+#: client-operation advice (which starts at 10 ms): most local tools finish well under it,
+#: and a histogram whose every value falls in its first bucket says nothing.
 DURATION_BUCKETS_S: Final = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
     60.0,
@@ -203,10 +231,13 @@ HOOK_DURATION_BUCKETS_S: Final = (
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
     0.05, 0.1, 0.25, 0.5, 1.0,
 )
-#: Turns include model calls: seconds to minutes.
+#: Turns include model calls and tools: seconds to minutes. The conventions give no advice
+#: for ``gen_ai.invoke_agent.duration``; these reach down to 10 ms for scripted turns.
 TURN_DURATION_BUCKETS_S: Final = (
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0,
 )
+#: ``gen_ai.client.operation.duration``: the conventions' advice, doubling from 10 ms.
+OPERATION_DURATION_BUCKETS_S: Final = tuple(0.01 * 2**i for i in range(14))
 # fmt: on
-#: Powers of four, as the GenAI conventions advise for token counts.
-TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(13))
+#: ``gen_ai.client.token.usage``: the conventions' advice, powers of four from 1 to 4**13.
+TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))
