@@ -78,9 +78,12 @@ async def test_ok_false_denies_with_the_reason_and_reports_the_model_call(
     }
 
 
-async def test_ok_true_allows(server: ScriptedOpenAIServer) -> None:
+async def test_ok_true_allows_and_reports_an_allow(server: ScriptedOpenAIServer) -> None:
+    runs = Runs()
     runner = HookRunner([judge(server, "JUDGE-ALLOW")])
+    runner.observe(runs)
     assert (await dispatch(runner, "pre_tool_call", CALL)).result == HookResult()
+    assert [run.verdict for run in runs.runs] == ["allow"]
 
 
 async def test_a_fenced_json_answer_is_read(server: ScriptedOpenAIServer) -> None:

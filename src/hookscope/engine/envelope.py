@@ -275,9 +275,9 @@ def event_result(
         return None
     message = verdict.message
     if event in ("pre_tool_call", "pre_turn"):
-        if kind == "allow":
+        if kind == "allow":  # an explicit allow, not None: its run reports verdict "allow"
             args = verdict.modified_args if event == "pre_tool_call" else None
-            return HookResult(modified_args=dict(args)) if args else None
+            return HookResult(modified_args=dict(args)) if args else HookResult()
         if kind == "ask":
             tool = call.qualified_name if call is not None else "this"
             return HookResult.ask(message or f"hook {hook_name!r} asks to confirm {tool} call")
@@ -287,7 +287,9 @@ def event_result(
         if kind == "ask":
             raise HookFailure(f"answered ask, which {event} does not support")
         if kind == "allow":
-            return None
+            if event == "pre_llm_request":
+                return RequestDecision.proceed()
+            return ResponseDecision.accept()
         reason = message or f"hook {hook_name!r} blocked the {event.split('_')[-1]}"
         if event == "pre_llm_request":
             return RequestDecision.block(reason)
