@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from hookscope.cli import main
 from hookscope.demo.judge import CONFIG, ScriptedJudge, demo_hooks
 from hookscope.engine import CommandHook, PromptHook, load
 from hookscope.runner import HookRunner
@@ -47,3 +50,13 @@ async def test_the_demo_hooks_deny_deploys_and_edits_outside_the_project(tmp_pat
         "edit-judge",
     )
     assert (edit.result.allow, tests.result.allow) == (True, True)
+
+
+def test_the_demo_timelines_show_the_hook_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--sessions", "1", "--directory", str(tmp_path / "telemetry")]) == 0
+    out = capsys.readouterr().out
+    assert "⚙ command hook no-deploy  deny" in out
+    assert "⚙ prompt hook edit-judge  allow" in out
+    assert "denied by no-deploy: deploys go through CI, not the agent" in out
