@@ -111,6 +111,11 @@ def test_view_renders_what_demo_wrote(tmp_path: Path, capsys: pytest.CaptureFixt
     [
         (["demo", "--sessions", "0"], "--sessions must be at least 1, got 0"),
         (["demo", "--serve"], "--serve needs --prometheus-port"),
+        (
+            ["demo", "--prometheus-port", "99999"],
+            "argument --prometheus-port: must be a port number from 1 to 65535, got '99999'",
+        ),
+        (["view", "--last", "0"], "argument --last: must be a whole number >= 1, got '0'"),
         (["demo", "--layout", "flat"], "argument --layout: invalid choice: 'flat'"),
         (["demo", "--otlp", "nonsense"], "endpoint='nonsense' is not an http(s) URL"),
         (

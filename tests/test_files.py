@@ -23,7 +23,9 @@ from hookscope.telemetry.files import (
     METRICS_FILE,
     TRACES_FILE,
     JsonLinesSpanExporter,
+    ReadProblems,
     TelemetryFileError,
+    iter_spans,
     read_metrics,
     read_spans,
 )
@@ -215,7 +217,7 @@ def test_a_corrupt_complete_line_raises_naming_file_and_line(tmp_path: Path) -> 
     exporter.shutdown()
     with open(tmp_path / TRACES_FILE, "ab") as file:
         file.write(b"not json\n")
-    with pytest.raises(TelemetryFileError, match=rf"{TRACES_FILE}:2: not an OTLP/JSON line"):
+    with pytest.raises(TelemetryFileError, match=rf"{TRACES_FILE}:2: not JSON \(Expecting value"):
         read_spans(tmp_path)
 
 
@@ -282,3 +284,213 @@ def test_export_after_shutdown_fails_without_raising(tmp_path: Path) -> None:
     exporter.shutdown()
     assert exporter.export(make_spans(1)) is SpanExportResult.FAILURE
     assert not (tmp_path / METRICS_FILE).exists()
+
+
+# --- bounds and permissions ---------------------------------------------------------------
+
+
+def test_files_rotate_at_the_cap_and_keep_only_keep_files(tmp_path: Path) -> None:
+    exporter = JsonLinesSpanExporter(tmp_path, max_file_bytes=8192, keep_files=2)
+    for batch in range(40):
+        exporter.export(make_spans(3, name=f"batch-{batch}"))
+    exporter.shutdown()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "traces.1.jsonl",
+        "traces.2.jsonl",
+        "traces.jsonl",
+    ]
+    for path in tmp_path.iterdir():
+        assert 0 < path.stat().st_size <= 8192
+    names = [span["name"] for span in read_spans(tmp_path) if span["name"] != "root"]
+    # Oldest first across the rotated files, ending with the last batch; the first ones gone.
+    assert names[-1] == "batch-39"
+    assert "batch-0" not in names
+    numbers = [int(name.removeprefix("batch-")) for name in names]
+    assert numbers == sorted(numbers)
+
+
+def test_keep_files_zero_keeps_only_the_current_file(tmp_path: Path) -> None:
+    exporter = JsonLinesSpanExporter(tmp_path, max_file_bytes=4096, keep_files=0)
+    for _ in range(20):
+        exporter.export(make_spans(3))
+    exporter.shutdown()
+    assert [p.name for p in tmp_path.iterdir()] == [TRACES_FILE]
+    assert (tmp_path / TRACES_FILE).stat().st_size <= 4096
+
+
+def test_a_batch_larger_than_the_cap_is_written_alone_not_lost(tmp_path: Path) -> None:
+    exporter = JsonLinesSpanExporter(tmp_path, max_file_bytes=4096, keep_files=1)
+    exporter.export(make_spans(2))
+    exporter.export(make_spans(60, name="big"))  # far more than 4096 bytes
+    exporter.shutdown()
+    assert sum(span["name"] == "big" for span in read_spans(tmp_path)) == 59
+    assert (tmp_path / "traces.1.jsonl").stat().st_size <= 4096
+
+
+def test_two_writers_rotating_one_directory_lose_no_line(tmp_path: Path) -> None:
+    writers = [JsonLinesSpanExporter(tmp_path, max_file_bytes=64 * 1024, keep_files=50)]
+    writers.append(JsonLinesSpanExporter(tmp_path, max_file_bytes=64 * 1024, keep_files=50))
+
+    def write(exporter: JsonLinesSpanExporter) -> None:
+        for _ in range(100):
+            exporter.export(make_spans(2))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for writer in writers:
+        writer.shutdown()
+    assert len(read_spans(tmp_path)) == 2 * 100 * 2
+    assert len(list(tmp_path.iterdir())) > 2
+
+
+def test_the_directory_is_private_and_files_are_owner_only(tmp_path: Path) -> None:
+    telemetry = configure(directory=tmp_path / "fresh", set_global=False)
+    telemetry.shutdown()
+    assert (tmp_path / "fresh").stat().st_mode & 0o777 == 0o700
+    for path in (tmp_path / "fresh").iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path.name
+
+
+def test_an_existing_world_readable_file_is_tightened(tmp_path: Path) -> None:
+    (tmp_path / TRACES_FILE).write_text("")
+    (tmp_path / TRACES_FILE).chmod(0o644)
+    JsonLinesSpanExporter(tmp_path).shutdown()
+    assert (tmp_path / TRACES_FILE).stat().st_mode & 0o777 == 0o600
+
+
+def test_configure_reads_the_file_bounds_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKSCOPE_MAX_FILE_BYTES", "4096")
+    monkeypatch.setenv("HOOKSCOPE_KEEP_FILES", "1")
+    telemetry = configure(directory=tmp_path, set_global=False)
+    tracer = telemetry.tracer_provider.get_tracer("t")
+    for _ in range(30):
+        for n in range(10):
+            tracer.start_span(f"span-{n}").end()
+        telemetry.force_flush()
+    telemetry.shutdown()
+    traces = sorted(p.name for p in tmp_path.glob("traces*"))
+    assert traces == ["traces.1.jsonl", TRACES_FILE]
+    assert all(p.stat().st_size <= 4096 for p in tmp_path.iterdir())
+
+
+# --- reading what is not quite telemetry --------------------------------------------------
+
+UNEXPECTED_LINES = [
+    b"[]\n",  # valid JSON, not an object
+    b'{"resourceSpans": "nope"}\n',
+    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "kind": 99}]}]}]}\n',
+    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"value": {}}]}]}]}]}\n',
+    b'{"resourceSpans": [{"resource": 5}]}\n',
+]
+
+
+def test_problems_are_counted_and_skipped_when_a_tally_is_given(tmp_path: Path) -> None:
+    exporter = JsonLinesSpanExporter(tmp_path)
+    exporter.export(make_spans(2))
+    exporter.shutdown()
+    with open(tmp_path / TRACES_FILE, "ab") as file:
+        file.write(b"not json\n")
+        file.writelines(UNEXPECTED_LINES)
+    exporter = JsonLinesSpanExporter(tmp_path)
+    exporter.export(make_spans(2, name="after"))
+    exporter.shutdown()
+    problems = ReadProblems()
+    assert [span["name"] for span in read_spans(tmp_path, problems)] == [
+        "work",
+        "root",
+        "after",
+        "root",
+    ]
+    assert (problems.malformed, problems.unexpected) == (1, len(UNEXPECTED_LINES))
+    assert problems.summary().startswith(
+        f"skipped 1 malformed line(s) and 5 unexpected record(s) (first: {tmp_path / TRACES_FILE}:2"
+    )
+
+
+def test_a_line_longer_than_the_limit_is_a_problem_not_a_memory_spike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("hookscope.telemetry._reading.MAX_RECORD_BYTES", 1000)
+    (tmp_path / TRACES_FILE).write_bytes(b'{"resourceSpans": []' + b" " * 5000 + b"}\n")
+    problems = ReadProblems()
+    assert read_spans(tmp_path, problems) == []
+    assert problems.malformed == 1
+    assert "line too long" in problems.examples[0]
+
+
+def test_view_reports_problems_as_one_counted_warning_never_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hookscope.cli import main
+
+    assert main(["demo", "--sessions", "2", "--directory", str(tmp_path)]) == 0
+    capsys.readouterr()
+    odd_span = {  # valid OTLP, but an outcome that is an array and a turn index that is text
+        "spanId": "00000000000000aa",
+        "parentSpanId": "00000000000000bb",
+        "attributes": [
+            {"key": "session.id", "value": {"stringValue": "demo-0-0001"}},
+            {"key": "hookscope.turn.index", "value": {"stringValue": "first"}},
+            {"key": "hookscope.tool.outcome", "value": {"arrayValue": {"values": []}}},
+        ],
+    }
+    odd = {"resourceSpans": [{"scopeSpans": [{"spans": [odd_span]}]}]}
+    with open(tmp_path / TRACES_FILE, "ab") as file:
+        file.write(b"{oops\n")
+        file.writelines(UNEXPECTED_LINES)
+        file.write(json.dumps(odd).encode() + b"\n")
+    assert main(["view", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "session demo-0-0001" in out
+    assert err.startswith(
+        f"hookscope: warning: {tmp_path}: skipped 1 malformed line(s) and 6 unexpected record(s)"
+    )
+    assert err.count("\n") == 1
+    assert "Traceback" not in out + err
+
+
+def test_view_draws_the_latest_sessions_and_summarises_them_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hookscope.cli import main
+
+    assert main(["demo", "--sessions", "4", "--directory", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["view", str(tmp_path), "--last", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "3 earlier sessions" in out
+    assert "session demo-0-0003" in out
+    assert "session demo-0-0000" not in out
+    [sessions_row] = [line for line in out.splitlines() if line.startswith("│ sessions ")]
+    assert sessions_row.split("│")[2].strip() == "4"
+
+
+def test_reading_streams_memory_does_not_grow_with_the_directory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from hookscope.demo.timeline import Tally
+
+    batch = JsonLinesSpanExporter(tmp_path / "batch", max_file_bytes=64 * 1024)
+    batch.export(make_spans(20))
+    batch.shutdown()
+    line = (tmp_path / "batch" / TRACES_FILE).read_bytes()
+
+    def peak(lines: int) -> int:
+        directory = tmp_path / f"d{lines}"
+        directory.mkdir()
+        (directory / TRACES_FILE).write_bytes(line * lines)
+        tracemalloc.start()
+        tally = Tally()
+        for span in iter_spans(directory):
+            tally.add(span)
+        _, high = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return high
+
+    small, large = peak(50), peak(800)  # 16x the data
+    assert large < 2 * small

@@ -35,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from hookscope._version import __version__
 from hookscope.policy import Decision, PolicyEnforcer, PolicyError
 from hookscope.types import ToolCall
 
@@ -60,6 +61,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hookscope", description="OpenTelemetry-native hooks for AI agents.")
+    parser.add_argument("--version", action="version", version=f"hookscope {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     policy = commands.add_parser("policy", help="inspect tool-call policies")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
@@ -96,7 +98,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="script seed (0)")
     demo.add_argument("--otlp", metavar="URL", help="export to this OTLP endpoint instead")
     demo.add_argument(
-        "--prometheus-port", type=int, metavar="P", help="serve metrics at 127.0.0.1:P/metrics"
+        "--prometheus-port", type=_port, metavar="P", help="serve metrics at 127.0.0.1:P/metrics"
     )
     demo.add_argument(
         "--serve", action="store_true", help="with --prometheus-port: keep serving until Ctrl-C"
@@ -116,6 +118,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     view.add_argument("directory", nargs="?", default=".hookscope", metavar="DIR")
     view.add_argument("--session", metavar="ID", help="only this session")
+    view.add_argument(
+        "--last", type=_positive, default=20, metavar="N", help="draw the latest N sessions (20)"
+    )
     view.set_defaults(handler=_view)
 
     from hookscope.engine import cli as engine_cli  # `hookscope hooks check|run`
@@ -124,9 +129,43 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
+    return value
+
+
+def _need(module: str, extra: str, what: str) -> None:
+    """Fail with the install command when an optional dependency is missing."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise _InputError(
+            f"{what} needs the {extra!r} extra ({module} is not installed): "
+            f"pip install 'hookscope[{extra}]'"
+        ) from None
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.serve and args.prometheus_port is None:
         raise _InputError("--serve needs --prometheus-port")
+    _need("rich", "cli", "hookscope demo")
+    if args.prometheus_port is not None:
+        _need("opentelemetry.exporter.prometheus", "prometheus", "--prometheus-port")
     from hookscope.demo import commands  # the demo and its terminal UI load on demand
 
     try:
@@ -136,6 +175,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
+    _need("rich", "cli", "hookscope view")
     from hookscope.demo import commands
 
     try:

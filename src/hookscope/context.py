@@ -38,14 +38,11 @@ class HookContext:
         parent: The enclosing context, or ``None`` for a root.
     """
 
-    __slots__ = ("__weakref__", "_parent", "_values", "observed")
+    __slots__ = ("__weakref__", "_parent", "_values")
 
     def __init__(self, parent: HookContext | None = None) -> None:
         self._parent = parent
         self._values: dict[str, Any] = {}
-        #: Per-observer state for this scope, keyed by the observer (telemetry keeps its span
-        #: record here); ``None`` until an observer stores something. Hooks leave it alone.
-        self.observed: dict[object, Any] | None = None
 
     @property
     def parent(self) -> HookContext | None:

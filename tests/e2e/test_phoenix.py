@@ -24,7 +24,7 @@ from hookscope.policy import deny, enforce
 from hookscope.runner import HookRunner
 from hookscope.telemetry import OTelHook
 from hookscope.telemetry.setup import configure
-from hookscope.types import ChatResponse, Recovery, ToolCall, Usage
+from hookscope.types import ChatResponse, LlmRequest, LlmResponse, Recovery, ToolCall, Usage
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Phoenix
@@ -246,3 +246,103 @@ async def test_a_session_exported_over_otlp_http_reads_back_from_phoenix(
         "hookscope.turn.outcome": "completed",
         "gen_ai.usage.input_tokens": 12,
     }
+
+
+def read_sessions(phoenix: Phoenix, project: str, expected: int) -> dict[str, dict[str, Any]]:
+    """Phoenix's sessions view of the project (``session_id`` → session) once complete."""
+    url = f"{phoenix.url}/v1/projects/{project}/sessions?limit=100"
+    deadline = time.monotonic() + READ_BACK_DEADLINE_S
+    sessions: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            sessions = get_json(url)["data"]
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+        if len(sessions) >= expected:
+            return {session["session_id"]: session for session in sessions}
+        time.sleep(0.2)
+    raise AssertionError(f"Phoenix lists {len(sessions)} of {expected} sessions")
+
+
+async def test_phoenix_sessions_view_groups_our_sessions_by_session_id(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = f"hookscope-sessions-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{phoenix.url}/v1/traces")
+    telemetry = configure(service_name="hookscope-e2e", directory=tmp_path, set_global=False)
+    # "turn" layout: each turn is its own trace, so one session spans several traces and only
+    # session.id ties them together; the other session keeps the default, one trace.
+    layouts = {"long-lived": ("turn", 2), "short": ("session", 1)}
+    for session_id, (layout, turns) in layouts.items():
+        runner = HookRunner(
+            [OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=layout)]
+        )
+        async with runner.session(agent_name="coder", session_id=session_id) as session:
+            for index in range(turns):
+                async with session.turn(f"prompt {index}") as turn:
+                    await turn.call_tool(ToolCall("view_file", {"path": "a.py"}), view_file)
+    assert telemetry.shutdown(timeout_s=10.0)
+
+    spans = read_spans(phoenix, project, expected=1 + 2 * 2 + 1 + 1 * 2)
+    sessions = read_sessions(phoenix, project, expected=2)
+    assert sorted(sessions) == ["long-lived", "short"]
+    trace_ids = {
+        session_id: {
+            span["context"]["trace_id"]
+            for span in spans
+            if span["attributes"]["session.id"] == session_id
+        }
+        for session_id in layouts
+    }
+    assert len(trace_ids["long-lived"]) == 3  # the session's own trace and one per turn
+    for session_id, session in sessions.items():
+        assert {t["trace_id"] for t in session["traces"]} == trace_ids[session_id]
+
+
+async def test_openinference_attributes_reach_phoenix_and_its_session_token_counts(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = f"hookscope-oi-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{phoenix.url}/v1/traces")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    telemetry = configure(service_name="hookscope-e2e", directory=tmp_path, set_global=False)
+    runner = HookRunner([OTelHook(telemetry.tracer_provider, telemetry.meter_provider)])
+    async with (
+        runner.session(agent_name="coder", session_id="oi-session", provider="openai") as session,
+        session.turn("fix the bug") as turn,
+    ):
+        await turn.llm_request(
+            LlmRequest(model="gpt-test", messages=[{"role": "user", "content": "fix the bug"}])
+        )
+        await turn.llm_response(
+            LlmResponse(model="gpt-test", text="reading a.py", usage=Usage(12, 5))
+        )
+        await turn.call_tool(ToolCall("view_file", {"path": "a.py"}, id="c1"), view_file)
+        turn.respond(ChatResponse("done", model="gpt-test"))
+    assert telemetry.shutdown(timeout_s=10.0)
+
+    spans = read_spans(phoenix, project, expected=4)
+    llm = next(span for span in spans if span["span_kind"] == "LLM")
+    assert only(
+        llm["attributes"],
+        (
+            "llm.model_name",
+            "llm.token_count.prompt",
+            "llm.token_count.completion",
+            "llm.token_count.total",
+        ),
+    ) == {
+        "llm.model_name": "gpt-test",
+        "llm.token_count.prompt": 12,
+        "llm.token_count.completion": 5,
+        "llm.token_count.total": 17,
+    }
+    tool = next(span for span in spans if span["span_kind"] == "TOOL")
+    assert tool["attributes"]["tool.name"] == "view_file"
+    assert "a.py" in tool["attributes"]["input.value"]
+    assert "contents of a.py" in tool["attributes"]["output.value"]
+    session = read_sessions(phoenix, project, expected=1)["oi-session"]
+    assert (session["token_count_prompt"], session["token_count_completion"]) == (12, 5)

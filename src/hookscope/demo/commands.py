@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -20,22 +21,26 @@ from rich.progress import Progress
 from hookscope.demo.agent import DemoAgent
 from hookscope.demo.judge import ScriptedJudge, demo_hooks
 from hookscope.demo.timeline import (
-    render,
+    Tally,
+    drawable,
+    is_session,
     render_sessions,
-    session_ids,
     span_dict,
     summarize,
     summary_table,
 )
-from hookscope.telemetry._export import probe, probe_address
-from hookscope.telemetry.files import TRACES_FILE, TelemetryFileError, read_spans
+from hookscope.telemetry._endpoint import probe, probe_address
+from hookscope.telemetry.files import TRACES_FILE, ReadProblems, TelemetryFileError, iter_spans
 from hookscope.telemetry.otel_hook import OTelHook
+from hookscope.telemetry.redaction import mask_url
 from hookscope.telemetry.setup import TelemetryConfigError, configure
 
 __all__ = ["CommandError", "run_demo", "view"]
 
 #: Timelines printed after a demo run; the summary covers every session.
 SHOWN_SESSIONS = 3
+#: Spans of one session `hookscope view` holds to draw its timeline; the rest are counted.
+MAX_SPANS_PER_SESSION = 2000
 
 
 class CommandError(Exception):
@@ -51,7 +56,8 @@ def _check_reachable(endpoint: str) -> None:
     error = probe(address, timeout_s=2.0)
     if error is not None:
         raise CommandError(
-            f"cannot reach the OTLP endpoint {endpoint} ({error.strerror or error}); start a "
+            f"cannot reach the OTLP endpoint {mask_url(endpoint)} ({error.strerror or error}); "
+            "start a "
             "collector (see collector/compose.yaml) or drop --otlp to write ./.hookscope/"
         )
 
@@ -93,7 +99,12 @@ def run_demo(args: argparse.Namespace) -> int:
 
         telemetry.meter_provider.add_metric_reader(PrometheusMetricReader())  # type: ignore[attr-defined]
         server, _ = _serve_prometheus(args.prometheus_port)
-    hook = OTelHook(telemetry.tracer_provider, telemetry.meter_provider, trace_layout=args.layout)
+    hook = OTelHook(
+        telemetry.tracer_provider,
+        telemetry.meter_provider,
+        trace_layout=args.layout,
+        logger_provider=telemetry.logger_provider,
+    )
     try:
         with (
             tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace,
@@ -113,10 +124,10 @@ def run_demo(args: argparse.Namespace) -> int:
             console.print(f"… and {len(timelines) - SHOWN_SESSIONS} more sessions")
         console.print(summary_table(summarize(spans)))
         if args.otlp:
-            console.print(f"telemetry exported to {args.otlp}")
+            console.print(f"telemetry exported to {mask_url(args.otlp)}")
         else:
             console.print(
-                f"telemetry written to {Path(args.directory) / TRACES_FILE} (and metrics); "
+                f"telemetry written to {Path(args.directory) / TRACES_FILE} (and metrics, logs); "
                 f"look again with: hookscope view {args.directory}"
             )
         if server is not None:
@@ -132,24 +143,92 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def view(args: argparse.Namespace) -> int:
-    """Print the timelines (and summary) of sessions the embedded default wrote."""
+def _session_spans(
+    directory: str, chosen: set[str], problems: ReadProblems
+) -> tuple[list[dict[str, object]], dict[str, int]]:
+    """The spans of the ``chosen`` sessions (at most MAX_SPANS_PER_SESSION each) and overflow."""
+    kept: dict[str, int] = {}
+    left_out: dict[str, int] = {}
+    spans = []
+    for span in iter_spans(directory, ReadProblems()):  # problems were counted in pass one
+        session_id = span["attributes"].get("session.id")
+        if not isinstance(session_id, str) or session_id not in chosen:
+            continue
+        if not drawable(span):
+            problems.note("unexpected", f"span {span['span_id']}", "attributes of odd types")
+            continue
+        if kept.get(session_id, 0) >= MAX_SPANS_PER_SESSION and not is_session(span):
+            left_out[session_id] = left_out.get(session_id, 0) + 1
+            continue
+        kept[session_id] = kept.get(session_id, 0) + 1
+        span.pop("resource", None)  # shared per batch, not needed to draw
+        spans.append(span)
+    return spans, left_out
+
+
+def _warn(directory: str, problems: ReadProblems) -> None:
+    if problems:
+        print(f"hookscope: warning: {directory}: {problems.summary()}", file=sys.stderr)
+
+
+def _scan(directory: str, problems: ReadProblems) -> tuple[Tally, list[str]]:
+    """Pass one: the totals, and every session's id in start order."""
+    tally = Tally()
+    sessions: list[tuple[int, str]] = []
     try:
-        spans = read_spans(args.directory)
+        for span in iter_spans(directory, problems):
+            tally.add(span)
+            if is_session(span):
+                start = span["start_time_unix_nano"]
+                sessions.append((start, str(span["attributes"].get("session.id"))))
     except FileNotFoundError:
         raise CommandError(
-            f"no telemetry in {args.directory}: run `hookscope demo` first, or pass the "
+            f"no telemetry in {directory}: run `hookscope demo` first, or pass the "
             "directory configure() wrote to"
         ) from None
     except (TelemetryFileError, OSError) as error:
-        raise CommandError(f"cannot read {args.directory}: {error}") from None
-    known = session_ids(spans)
+        raise CommandError(f"cannot read {directory}: {error}") from None
+    return tally, [session_id for _, session_id in sorted(sessions)]
+
+
+def _chosen(args: argparse.Namespace, known: list[str]) -> list[str]:
+    if args.session is None:
+        return known[-args.last :]
+    if args.session not in known:
+        latest = ", ".join(known[-5:])
+        raise CommandError(f"no session {args.session!r} in {args.directory}; latest: {latest}")
+    return [args.session]
+
+
+def view(args: argparse.Namespace) -> int:
+    """Print the timelines of the latest sessions the embedded default wrote, and a summary.
+
+    Reads the files twice, line by line, so memory stays bounded whatever their size: once
+    to count (the summary) and find the sessions, once to collect the shown sessions' spans.
+    Malformed or unexpected records are skipped and reported as one counted warning.
+    """
+    problems = ReadProblems()
+    tally, known = _scan(args.directory, problems)
     if not known:
+        _warn(args.directory, problems)
         raise CommandError(f"{args.directory} holds no finished sessions yet")
-    if args.session is not None:
-        if args.session not in known:
-            latest = ", ".join(known[-5:])
-            raise CommandError(f"no session {args.session!r} in {args.directory}; latest: {latest}")
-        spans = [s for s in spans if s["attributes"].get("session.id") == args.session]
-    Console().print(render(spans))
+    chosen = _chosen(args, known)
+    spans, left_out = _session_spans(args.directory, set(chosen), problems)
+    _warn(args.directory, problems)
+    console = Console()
+    if len(known) > len(chosen):
+        console.print(f"{len(known) - len(chosen)} earlier sessions (in the summary; --last N)")
+    try:
+        timelines = render_sessions(spans)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:  # a case drawable() missed
+        raise CommandError(
+            f"cannot draw the sessions in {args.directory} ({type(error).__name__}: {error}); "
+            "please report the file that caused it"
+        ) from None
+    for timeline in timelines:
+        console.print(timeline)
+    for session_id, count in left_out.items():
+        console.print(f"session {session_id}: {count} more spans not drawn")
+    # One session asked for: its own summary; else every session in the directory.
+    console.print(summary_table(summarize(spans) if args.session else tally.summary()))
     return 0

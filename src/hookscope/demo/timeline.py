@@ -7,11 +7,11 @@ files) print the same thing.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry.sdk.trace import ReadableSpan
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -19,8 +19,13 @@ from rich.tree import Tree
 
 from hookscope.telemetry import semconv as sc
 
+if TYPE_CHECKING:  # only the demo's in-memory spans need the SDK; `hookscope view` does not
+    from opentelemetry.sdk.trace import ReadableSpan
+
 __all__ = [
     "Summary",
+    "Tally",
+    "drawable",
     "render",
     "render_sessions",
     "session_ids",
@@ -60,6 +65,32 @@ def span_dict(span: ReadableSpan) -> dict[str, Any]:
 
 def _ms(span: Span) -> float:
     return (int(span["end_time_unix_nano"]) - int(span["start_time_unix_nano"])) / 1e6
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def drawable(span: Span) -> bool:
+    """Whether the attributes the timeline keys, sorts or looks up by have usable types.
+
+    Files can hold valid OTLP whose values are not what hookscope wrote (an array where an
+    outcome belongs); such a span is left out of the drawing rather than breaking it.
+    """
+    a = span["attributes"]
+    index = a.get(sc.TURN_INDEX, 0)
+    return (
+        isinstance(index, int)
+        and not isinstance(index, bool)
+        and all(
+            isinstance(a.get(key, ""), _SCALARS)
+            for key in (sc.SESSION_ID, sc.TOOL_OUTCOME, sc.TURN_OUTCOME, sc.SESSION_OUTCOME)
+        )
+    )
+
+
+def is_session(span: Span) -> bool:
+    """Whether ``span`` is the root span of a session."""
+    return _is_session(span)
 
 
 def _is_session(span: Span) -> bool:
@@ -223,42 +254,65 @@ class Summary:
         return self.denied / self.calls if self.calls else 0.0
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
+def _percentiles(values: Sequence[float], *qs: float) -> list[float]:
     if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+        return [0.0 for _ in qs]
+    ordered = sorted(values)  # once for every q: the one transient copy of the latencies
+    return [ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] for q in qs]
 
 
-def summarize(spans: Iterable[Span]) -> Summary:
-    """Count sessions, turns and tool outcomes; tool latency percentiles over executed calls."""
-    sessions = turns = blocked = 0
-    outcomes: dict[str, int] = {}
-    latencies: list[float] = []
-    for span in spans:
+class Tally:
+    """Counts sessions, turns and tool outcomes one span at a time, for streamed reads.
+
+    Holds 8 bytes per executed tool call (its latency, for the percentiles) and nothing per
+    span otherwise.
+    """
+
+    __slots__ = ("_blocked", "_latencies", "_outcomes", "_sessions", "_turns")
+
+    def __init__(self) -> None:
+        self._sessions = self._turns = self._blocked = 0
+        self._outcomes: dict[str, int] = {}
+        self._latencies = array("d")
+
+    def add(self, span: Span) -> None:
+        """Count one span."""
         a = span["attributes"]
         operation = a.get(sc.GEN_AI_OPERATION_NAME)
         if operation == sc.OPERATION_EXECUTE_TOOL:
             outcome = str(a.get(sc.TOOL_OUTCOME))
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
             if outcome != sc.TOOL_DENIED:
-                latencies.append(_ms(span))
+                self._latencies.append(_ms(span))
         elif operation == sc.OPERATION_INVOKE_AGENT:
-            turns += 1
-            blocked += a.get(sc.TURN_OUTCOME) == "blocked"
+            self._turns += 1
+            self._blocked += a.get(sc.TURN_OUTCOME) == "blocked"
         elif _is_session(span):
-            sessions += 1
-    return Summary(
-        sessions=sessions,
-        turns=turns,
-        blocked_turns=blocked,
-        calls=sum(outcomes.values()),
-        denied=outcomes.get(sc.TOOL_DENIED, 0),
-        failed=outcomes.get(sc.TOOL_FAILED, 0),
-        recovered=outcomes.get(sc.TOOL_RECOVERED, 0),
-        p50_ms=_percentile(latencies, 0.50),
-        p95_ms=_percentile(latencies, 0.95),
-    )
+            self._sessions += 1
+
+    def summary(self) -> Summary:
+        """The totals so far."""
+        outcomes = self._outcomes
+        p50, p95 = _percentiles(self._latencies, 0.50, 0.95)
+        return Summary(
+            sessions=self._sessions,
+            turns=self._turns,
+            blocked_turns=self._blocked,
+            calls=sum(outcomes.values()),
+            denied=outcomes.get(sc.TOOL_DENIED, 0),
+            failed=outcomes.get(sc.TOOL_FAILED, 0),
+            recovered=outcomes.get(sc.TOOL_RECOVERED, 0),
+            p50_ms=p50,
+            p95_ms=p95,
+        )
+
+
+def summarize(spans: Iterable[Span]) -> Summary:
+    """Count sessions, turns and tool outcomes; tool latency percentiles over executed calls."""
+    tally = Tally()
+    for span in spans:
+        tally.add(span)
+    return tally.summary()
 
 
 def summary_table(summary: Summary) -> Table:

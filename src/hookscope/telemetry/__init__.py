@@ -13,7 +13,7 @@ from hookscope.telemetry.redaction import add_redaction_pattern
 
 if TYPE_CHECKING:
     from hookscope.telemetry.content import ContentCapture
-    from hookscope.telemetry.files import read_metrics, read_spans
+    from hookscope.telemetry.files import read_logs, read_metrics, read_spans
     from hookscope.telemetry.otel_hook import OTelHook, TraceLayout
     from hookscope.telemetry.setup import Telemetry, TelemetryConfigError, configure
 
@@ -24,6 +24,7 @@ _LAZY = {
     "TelemetryConfigError": "hookscope.telemetry.setup",
     "TraceLayout": "hookscope.telemetry.otel_hook",
     "configure": "hookscope.telemetry.setup",
+    "read_logs": "hookscope.telemetry.files",
     "read_metrics": "hookscope.telemetry.files",
     "read_spans": "hookscope.telemetry.files",
 }
@@ -36,6 +37,7 @@ __all__ = [
     "TraceLayout",
     "add_redaction_pattern",
     "configure",
+    "read_logs",
     "read_metrics",
     "read_spans",
 ]

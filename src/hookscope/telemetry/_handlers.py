@@ -182,13 +182,13 @@ class EventHandlers:
             return
         attributes: dict[str, Any] = {sc.POLICY_DECISION: action, sc.POLICY_OUTCOME: outcome}
         if decision is not None:
-            attributes[sc.POLICY_REASON] = decision.reason[:_MAX_REASON]
+            attributes[sc.POLICY_REASON] = self._reason(decision.reason)
             if rule is not None:
                 attributes[sc.POLICY_RULE] = rule
             if bucket is not None:
                 attributes[sc.POLICY_BUCKET] = bucket
         elif not result.allow:
-            attributes[sc.POLICY_REASON] = result.message[:_MAX_REASON]
+            attributes[sc.POLICY_REASON] = self._reason(result.message)
         decided_by = by or (record.policy_hook if decision is not None else None)
         if decided_by is not None:
             attributes[sc.POLICY_DECIDED_BY] = decided_by
@@ -329,6 +329,11 @@ class EventHandlers:
         finally:
             chat.end(error, end_ns)
 
+    def _reason(self, text: str) -> str:
+        # Reasons come from hooks and policies, and a hook's message may quote what the model
+        # sent (a token in a command line): redacted like captured content, always.
+        return self._messages.redactor.redact_text(text, _MAX_REASON)
+
     def _guardrail(
         self, record: TurnRecord, stage: str, verdict: str, by: str | None, reason: str
     ) -> dict[str, Any]:
@@ -337,7 +342,7 @@ class EventHandlers:
         if by is not None:
             attributes[sc.GUARDRAIL_DECIDED_BY] = by
         if reason:
-            attributes[sc.GUARDRAIL_REASON] = reason[:_MAX_REASON]
+            attributes[sc.GUARDRAIL_REASON] = self._reason(reason)
         return attributes
 
     def _pre_llm_request(

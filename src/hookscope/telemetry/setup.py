@@ -7,17 +7,24 @@ One call gives an agent somewhere to send its telemetry::
     ...
     telemetry.shutdown()                        # flushes; also runs at exit
 
-Where each signal goes, decided per signal (traces, metrics):
+Where each signal (traces, metrics, logs) goes, decided per signal:
 
-* ``OTEL_SDK_DISABLED=true``: nowhere. Both providers are no-ops and nothing is installed.
+* ``OTEL_SDK_DISABLED=true``: nowhere. Every provider is a no-op and nothing is installed.
 * The application already installed a global provider for the signal (with ``set_global``):
   that provider, untouched. hookscope never replaces what an application set up.
-* An OTLP endpoint (``endpoint=``, ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` or
-  ``OTEL_EXPORTER_OTLP_ENDPOINT``): OTLP over ``http/protobuf`` (default) or ``grpc``
-  (``protocol=`` or ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL``), through a
-  ``BatchSpanProcessor`` and a ``PeriodicExportingMetricReader``.
-* Otherwise: OTLP/JSON lines under ``directory`` (``traces.jsonl``, ``metrics.jsonl``; see
-  :mod:`hookscope.telemetry.files`), which ``hookscope view`` reads.
+* Otherwise the exporters ``OTEL_<SIGNAL>_EXPORTER`` names (``otlp``, ``console``, ``files``,
+  ``prometheus`` for metrics, ``none``; see :mod:`hookscope.telemetry._settings`). Unset:
+  OTLP when an endpoint is configured (``endpoint=``,
+  ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT``), over ``http/protobuf`` (default),
+  ``http/json`` or ``grpc``; else the embedded default:
+  OTLP/JSON lines under ``directory`` (``traces.jsonl``, ``metrics.jsonl``, ``logs.jsonl``,
+  rotated at ``max_file_bytes``; see :mod:`hookscope.telemetry.files`), which
+  ``hookscope view`` reads.
+
+Spans go through a ``BatchSpanProcessor``, metrics through a ``PeriodicExportingMetricReader``
+(with a cardinality limit per stream, through an SDK view: series past it are reported as one
+point with ``otel.metric.overflow=true``), log records (the GenAI events) through a
+``BatchLogRecordProcessor``.
 
 Globals: with ``set_global=True`` (the default) ``configure()`` installs each provider it builds
 as the global one, but only where none was installed yet: the OpenTelemetry API allows setting
@@ -26,66 +33,72 @@ a :class:`Telemetry` that borrows the installed providers. With ``set_global=Fal
 neither read nor written: pass ``telemetry.tracer_provider`` and ``telemetry.meter_provider``
 to ``OTelHook`` yourself.
 
-Telemetry never slows or breaks the agent: spans and metrics leave through background threads,
-and every exporter is guarded (see :mod:`hookscope.telemetry._export`): failures are logged
-once and counted (``hookscope.telemetry.export.failures``, ``hookscope.telemetry.export.dropped``),
-and a circuit breaker with a reachability probe keeps a collector that is down from costing
-the agent anything. For the components it builds, hookscope also turns on the SDK's self-metrics
-unless ``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` is set: spans dropped from a full queue
-appear as ``otel.sdk.processor.span.processed`` with ``error.type=queue_full``, and spans an
-exporter failed to send as ``otel.sdk.exporter.span.exported`` with ``error.type``.
+Telemetry never slows or breaks the agent: spans, metrics and logs leave through background
+threads, and every exporter is guarded (see :mod:`hookscope.telemetry._guard`): failures are
+logged once and counted (``hookscope.telemetry.export.failures``,
+``hookscope.telemetry.export.dropped``), and a circuit breaker with a reachability probe keeps
+a collector that is down from costing the agent anything. For the components it builds,
+hookscope also turns on the SDK's self-metrics unless
+``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` is set.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import math
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Literal, final
-from urllib.parse import urlparse
+from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
+from opentelemetry._logs import NoOpLoggerProvider
+from opentelemetry._logs._internal import ProxyLoggerProvider
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.metrics._internal import _ProxyMeterProvider
-from opentelemetry.sdk.environment_variables import (
-    OTEL_EXPORTER_OTLP_ENDPOINT,
-    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
-    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
-    OTEL_EXPORTER_OTLP_PROTOCOL,
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-    OTEL_SDK_DISABLED,
-)
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.metrics.view import View
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 
-from hookscope.telemetry._export import (
+from hookscope.telemetry import _exporters
+from hookscope.telemetry._endpoint import Signal, Target
+from hookscope.telemetry._exporters import OtlpProtocol, sdk_self_metrics
+from hookscope.telemetry._guard import (
     ExportGuard,
     ExportHealth,
+    GuardedLogExporter,
     GuardedMetricExporter,
     GuardedSpanExporter,
-    Signal,
-    Target,
-    install_quiet_filter,
-    otlp_metric_exporter,
-    otlp_span_exporter,
-    run_bounded,
-    sdk_self_metrics,
 )
+from hookscope.telemetry._settings import (
+    SIGNALS,
+    FileLimits,
+    Route,
+    TelemetryConfigError,
+    cardinality_limit,
+    check_batch_variables,
+    file_limits,
+    prometheus_address,
+    routes,
+    sdk_disabled,
+)
+from hookscope.telemetry._telemetry import Telemetry
 from hookscope.telemetry.files import (
+    LOGS_FILE,
     METRICS_FILE,
     TRACES_FILE,
+    JsonLinesLogExporter,
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
 )
@@ -99,248 +112,23 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OtlpProtocol = Literal["http/protobuf", "grpc"]
-
-_PROTOCOLS: Final[tuple[OtlpProtocol, ...]] = ("http/protobuf", "grpc")
-_HTTP_PATHS: Final[dict[Signal, str]] = {"traces": "/v1/traces", "metrics": "/v1/metrics"}
-_ENDPOINT_ENV: Final[dict[Signal, str]] = {
-    "traces": OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    "metrics": OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
-}
-_PROTOCOL_ENV: Final[dict[Signal, str]] = {
-    "traces": OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-    "metrics": OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
-}
-
-
-class TelemetryConfigError(ValueError):
-    """``configure()`` was given (or found in the environment) settings it cannot use."""
-
-
-# --- where each signal goes ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """One signal's destination: an OTLP endpoint, or the embedded files when ``url`` is None."""
-
-    signal: Signal
-    protocol: OtlpProtocol
-    url: str | None
-
-
-def _protocol(signal: Signal, given: str | None) -> OtlpProtocol:
-    source, raw = "protocol", given
-    if raw is None:
-        for name in (_PROTOCOL_ENV[signal], OTEL_EXPORTER_OTLP_PROTOCOL):
-            if os.environ.get(name, "").strip():
-                source, raw = name, os.environ[name]
-                break
-        else:
-            return "http/protobuf"
-    value = raw.strip().lower()
-    for protocol in _PROTOCOLS:
-        if value == protocol:
-            return protocol
-    raise TelemetryConfigError(
-        f"{source}={raw!r} is not supported; use 'http/protobuf' (the default) or 'grpc'"
-        + (" (hookscope does not export OTLP http/json)" if value == "http/json" else "")
-    )
-
-
-def _checked_url(url: str, source: str, protocol: OtlpProtocol, base: bool) -> str:
-    parsed = urlparse(url)
-    if protocol == "grpc":
-        return url  # host:port or scheme://host:port; the gRPC exporter accepts both
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise TelemetryConfigError(
-            f"{source}={url!r} is not an http(s) URL; give one such as http://localhost:4318"
-        )
-    if base and parsed.path.rstrip("/").endswith(tuple(_HTTP_PATHS.values())):
-        raise TelemetryConfigError(
-            f"{source}={url!r} names a signal path; give the base URL "
-            f"(e.g. {parsed.scheme}://{parsed.netloc}): hookscope adds /v1/traces and /v1/metrics"
-        )
-    return url
-
-
-def _route(signal: Signal, endpoint: str | None, protocol: str | None) -> _Route:
-    chosen = _protocol(signal, protocol)
-    if endpoint is not None:
-        source, url, base = "endpoint", endpoint.strip(), True
-    elif os.environ.get(_ENDPOINT_ENV[signal], "").strip():  # a full URL, used as is
-        source, base = _ENDPOINT_ENV[signal], False
-        url = os.environ[source].strip()
-    elif os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT, "").strip():
-        source, base = OTEL_EXPORTER_OTLP_ENDPOINT, True
-        url = os.environ[source].strip()
-    else:
-        return _Route(signal, chosen, None)
-    if not url:
-        raise TelemetryConfigError(f"{source} is empty; give a URL or leave it unset")
-    url = _checked_url(url, source, chosen, base)
-    if chosen == "http/protobuf" and base:  # a base URL: the signal's path goes after it
-        url = url.rstrip("/") + _HTTP_PATHS[signal]
-    return _Route(signal, chosen, url)
-
-
-def _sdk_disabled() -> bool:
-    raw = os.environ.get(OTEL_SDK_DISABLED, "").strip().lower()
-    if raw not in ("", "true", "false"):
-        # The OpenTelemetry spec: anything but "true" is false, with a warning.
-        logger.warning(
-            "%s=%r is not 'true' or 'false'; telemetry stays enabled", OTEL_SDK_DISABLED, raw
-        )
-    return raw == "true"
-
-
-def _target(route: _Route, directory: Path) -> Target:
-    if route.url is None:
-        name = TRACES_FILE if route.signal == "traces" else METRICS_FILE
-        return Target.file(route.signal, str(directory / name))
-    return Target.otlp(route.signal, route.url, route.protocol)
-
-
-# --- the result ---------------------------------------------------------------------------
-
-
-@final
-class Telemetry:
-    """The providers ``configure()`` chose, and how to flush and stop them.
-
-    Made by :func:`configure`. Use it as a context manager, or call :meth:`shutdown` (it also
-    runs at interpreter exit). Only providers hookscope built are shut down; providers borrowed
-    from the application are its to shut down (:meth:`force_flush` flushes them too).
-
-    Attributes:
-        tracer_provider: Where hookscope's spans go; pass it to ``OTelHook`` when globals
-            were not set.
-        meter_provider: Where hookscope's metrics go.
-        traces_destination: Where spans end up, for people: a file, an OTLP URL,
-            ``"existing provider"`` or ``"disabled"``.
-        metrics_destination: The same for metrics.
-    """
-
-    __slots__ = (
-        "_closed",
-        "_guards",
-        "_lock",
-        "_owned_meter",
-        "_owned_tracer",
-        "meter_provider",
-        "metrics_destination",
-        "tracer_provider",
-        "traces_destination",
-    )
-
-    def __init__(
-        self,
-        tracer_provider: trace.TracerProvider,
-        meter_provider: metrics.MeterProvider,
-        traces_destination: str,
-        metrics_destination: str,
-        *,
-        owned_tracer: TracerProvider | None = None,
-        owned_meter: MeterProvider | None = None,
-        guards: Sequence[ExportGuard] = (),
-    ) -> None:
-        self.tracer_provider = tracer_provider
-        self.meter_provider = meter_provider
-        self.traces_destination = traces_destination
-        self.metrics_destination = metrics_destination
-        self._owned_tracer = owned_tracer
-        self._owned_meter = owned_meter
-        self._guards = tuple(guards)
-        self._lock = threading.Lock()
-        self._closed = owned_tracer is None and owned_meter is None
-        if not self._closed:
-            atexit.register(self._at_exit)
-
-    def __repr__(self) -> str:
-        return (
-            f"Telemetry(traces={self.traces_destination!r}, metrics={self.metrics_destination!r})"
-        )
-
-    def force_flush(self, timeout_s: float = 5.0) -> bool:
-        """Export what is buffered now; True when the flush finished within ``timeout_s``.
-
-        Never blocks longer than ``timeout_s``, even with an exporter that hangs. A
-        destination that failed lately is tried again (after a reachability probe) rather than
-        skipped until its backoff window ends.
-        """
-        for guard in self._guards:
-            guard.retry_now()
-        milliseconds = int(timeout_s * 1000)
-        steps: list[Callable[[], object]] = []
-        for provider in (self.tracer_provider, self.meter_provider):
-            flush = getattr(provider, "force_flush", None)
-            if flush is not None:
-                steps.append(partial(flush, milliseconds))
-        return run_bounded(steps, timeout_s, "flush")
-
-    def shutdown(self, timeout_s: float = 5.0) -> bool:
-        """Flush and stop the providers hookscope built; later calls do nothing.
-
-        Never blocks longer than ``timeout_s``: what an unreachable or hanging exporter has
-        not sent by then is dropped (logged once).
-
-        Returns:
-            True when shutdown finished in time. Exports that failed are logged and counted,
-            not reported here.
-        """
-        with self._lock:
-            if self._closed:
-                return True
-            self._closed = True
-        atexit.unregister(self._at_exit)
-        for guard in self._guards:  # the last batches get a try, as with force_flush
-            guard.retry_now()
-        milliseconds = int(timeout_s * 1000)
-        steps: list[Callable[[], object]] = []
-        tracer, meter = self._owned_tracer, self._owned_meter
-        if tracer is not None:
-            steps.append(tracer.shutdown)
-        if meter is not None:  # after the tracer: its last export's self-metrics go out too
-            steps.append(partial(meter.shutdown, timeout_millis=milliseconds))
-        finished = run_bounded(steps, timeout_s, "shutdown")
-        if not finished:
-            for guard in self._guards:
-                guard.abandon()  # let the SDK's threads finish without waiting on the exporter
-            logger.warning(
-                "hookscope: telemetry did not flush within %.1fs (traces to %s, metrics to %s); "
-                "what was not sent is dropped",
-                timeout_s,
-                self.traces_destination,
-                self.metrics_destination,
-            )
-        return finished
-
-    def _at_exit(self) -> None:
-        self.shutdown()
-
-    def __enter__(self) -> Telemetry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.shutdown()
+_FILES = {"traces": TRACES_FILE, "metrics": METRICS_FILE, "logs": LOGS_FILE}
+_EXISTING = "existing provider"
 
 
 # --- configure() --------------------------------------------------------------------------
 
 
-def _installed_tracer_provider() -> trace.TracerProvider | None:
-    provider = trace.get_tracer_provider()
-    return None if isinstance(provider, ProxyTracerProvider) else provider
-
-
-def _installed_meter_provider() -> metrics.MeterProvider | None:
-    provider = metrics.get_meter_provider()
-    return None if isinstance(provider, _ProxyMeterProvider) else provider
+def _installed(signal: Signal) -> Any:
+    """The global provider the application installed for ``signal``, or None."""
+    if signal == "traces":
+        tracer_provider = trace.get_tracer_provider()
+        return None if isinstance(tracer_provider, ProxyTracerProvider) else tracer_provider
+    if signal == "metrics":
+        meter_provider = metrics.get_meter_provider()
+        return None if isinstance(meter_provider, _ProxyMeterProvider) else meter_provider
+    logger_provider = _logs.get_logger_provider()
+    return None if isinstance(logger_provider, ProxyLoggerProvider) else logger_provider
 
 
 def _interval_ms(metric_interval_s: float | None) -> float | None:
@@ -366,6 +154,121 @@ def _file_error(directory: Path, error: OSError) -> TelemetryConfigError:
     )
 
 
+class _Builder:
+    """Builds exporters and remembers every component, so a failure can undo them all."""
+
+    def __init__(
+        self,
+        folder: Path,
+        limits: FileLimits,
+        headers: Mapping[str, str] | None,
+        health: ExportHealth,
+    ) -> None:
+        self.folder = folder
+        self.limits = limits
+        self.headers = headers
+        self.health = health
+        self.guards: list[ExportGuard] = []
+        self.cleanups: list[Callable[[], object]] = []
+        self.closers: list[Callable[[], object]] = []  # stopped by Telemetry.shutdown
+        self.scrape_url = ""
+
+    def target(self, route: Route) -> Target:
+        if route.kind == "files":
+            return Target.file(route.signal, str(self.folder / _FILES[route.signal]))
+        if route.kind == "console":
+            return Target.console(route.signal)
+        if route.kind == "prometheus":
+            return Target(route.signal, self.scrape_url, "Check the scrape endpoint")
+        assert route.url is not None
+        return Target.otlp(route.signal, route.url, route.protocol)
+
+    def files_kwargs(self) -> dict[str, Any]:
+        return {
+            "directory": self.folder,
+            "max_file_bytes": self.limits.max_file_bytes,
+            "keep_files": self.limits.keep_files,
+        }
+
+    def span_exporter(self, route: Route, meter_provider: metrics.MeterProvider) -> SpanExporter:
+        inner: SpanExporter
+        if route.kind == "files":
+            inner = JsonLinesSpanExporter(**self.files_kwargs())
+        elif route.kind == "console":
+            inner = _exporters.console_span_exporter()
+        else:
+            inner = _exporters.otlp_span_exporter(
+                route.protocol, route.url, self.headers, meter_provider
+            )
+        self.cleanups.append(inner.shutdown)
+        guarded = GuardedSpanExporter(inner, self.health, self.target(route))
+        self.guards.append(guarded.guard)
+        return guarded
+
+    def metric_exporter(self, route: Route) -> MetricExporter:
+        inner: MetricExporter
+        if route.kind == "files":
+            inner = JsonLinesMetricExporter(**self.files_kwargs())
+        elif route.kind == "console":
+            inner = _exporters.console_metric_exporter()
+        else:
+            inner = _exporters.otlp_metric_exporter(route.protocol, route.url, self.headers)
+        self.cleanups.append(inner.shutdown)
+        guarded = GuardedMetricExporter(inner, self.health, self.target(route))
+        self.guards.append(guarded.guard)
+        return guarded
+
+    def log_exporter(self, route: Route) -> LogRecordExporter:
+        inner: LogRecordExporter
+        if route.kind == "files":
+            inner = JsonLinesLogExporter(**self.files_kwargs())
+        elif route.kind == "console":
+            inner = _exporters.console_log_exporter()
+        else:
+            inner = _exporters.otlp_log_exporter(route.protocol, route.url, self.headers)
+        self.cleanups.append(inner.shutdown)
+        guarded = GuardedLogExporter(inner, self.health, self.target(route))
+        self.guards.append(guarded.guard)
+        return guarded
+
+    def prometheus_reader(self) -> MetricReader:
+        """A scrape endpoint (``OTEL_METRICS_EXPORTER=prometheus``), with its own registry."""
+        host, port = prometheus_address()
+        try:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import CollectorRegistry, start_http_server
+        except ImportError:
+            raise TelemetryConfigError(
+                "OTEL_METRICS_EXPORTER=prometheus needs the 'prometheus' extra: "
+                "pip install 'hookscope[prometheus]'"
+            ) from None
+        registry = CollectorRegistry()  # per configuration: no clash with other registries
+        try:
+            server, _ = start_http_server(port, addr=host, registry=registry)
+        except OSError as error:
+            raise TelemetryConfigError(
+                f"cannot serve Prometheus metrics on {host}:{port} ({error.strerror or error}); "
+                "set OTEL_EXPORTER_PROMETHEUS_PORT to a free port"
+            ) from None
+        self.closers.append(server.shutdown)
+        self.closers.append(server.server_close)
+        self.cleanups.extend((server.shutdown, server.server_close))
+        self.scrape_url = f"http://{host}:{server.server_port}/metrics (Prometheus scrape)"
+        return PrometheusMetricReader(registry=registry)
+
+    def undo(self) -> None:
+        """Stop whatever was built (in reverse), quietly: configure() is failing anyway."""
+        for cleanup in reversed(self.cleanups):
+            try:
+                cleanup()
+            except Exception:  # the original error is what the caller needs
+                logger.debug("hookscope: cleanup after a failed configure()", exc_info=True)
+
+
+def _destination(builder: _Builder, chosen: Sequence[Route]) -> str:
+    return ", ".join(builder.target(route).text for route in chosen) or "none"
+
+
 def configure(
     service_name: str | None = None,
     endpoint: str | None = None,
@@ -375,124 +278,185 @@ def configure(
     metric_interval_s: float | None = None,
     *,
     set_global: bool = True,
+    max_file_bytes: int | None = None,
+    keep_files: int | None = None,
+    metric_cardinality_limit: int | None = None,
 ) -> Telemetry:
-    """Build (or find) the tracer and meter providers hookscope's telemetry goes to.
+    """Build (or find) the tracer, meter and logger providers hookscope's telemetry goes to.
 
     Arguments win over the environment; anything not given is read from the standard
     ``OTEL_*`` variables (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
-    ``OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]ENDPOINT`` / ``_PROTOCOL`` / ``_HEADERS`` /
-    ``_TIMEOUT``, ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*``, ``OTEL_METRIC_EXPORT_INTERVAL``,
-    ``OTEL_SDK_DISABLED``). See the module documentation for where each signal goes.
+    ``OTEL_{TRACES,METRICS,LOGS}_EXPORTER``,
+    ``OTEL_EXPORTER_OTLP_[TRACES_|METRICS_|LOGS_]ENDPOINT`` / ``_PROTOCOL`` / ``_HEADERS`` /
+    ``_TIMEOUT``, ``OTEL_TRACES_SAMPLER``, ``OTEL_BSP_*``, ``OTEL_BLRP_*``,
+    ``OTEL_METRIC_EXPORT_INTERVAL``, ``OTEL_SDK_DISABLED``) and hookscope's
+    ``HOOKSCOPE_MAX_FILE_BYTES``, ``HOOKSCOPE_KEEP_FILES`` and
+    ``HOOKSCOPE_METRIC_CARDINALITY_LIMIT``. See the module documentation for where each
+    signal goes.
 
     Args:
         service_name: ``service.name`` of the resource (else ``OTEL_SERVICE_NAME``).
         endpoint: Base URL of an OTLP receiver, as ``OTEL_EXPORTER_OTLP_ENDPOINT``
-            (``http://host:4318``; hookscope adds ``/v1/traces`` and ``/v1/metrics``), or
-            ``host:4317`` for gRPC.
-        protocol: ``"http/protobuf"`` (default) or ``"grpc"``.
+            (``http://host:4318``; hookscope adds ``/v1/traces``, ``/v1/metrics`` and
+            ``/v1/logs``), or ``host:4317`` for gRPC.
+        protocol: ``"http/protobuf"`` (default), ``"http/json"`` or ``"grpc"``.
         headers: Headers sent with every OTLP request (merged over ``OTEL_EXPORTER_OTLP_HEADERS``).
-        directory: Where the embedded default writes ``traces.jsonl`` and ``metrics.jsonl``
-            when no endpoint is set; created if missing.
+        directory: Where the embedded default writes its files when no endpoint is set;
+            created (mode 0700) if missing.
         metric_interval_s: Seconds between metric exports (else
             ``OTEL_METRIC_EXPORT_INTERVAL``, default 60).
         set_global: Install the providers built as the global ones where none is installed
             yet, and use installed ones instead of building; ``False`` leaves globals alone.
+        max_file_bytes: Rotate an embedded-default file before it grows past this many bytes
+            (at least 4096; default 16 MiB).
+        keep_files: Rotated files kept per signal (default 4; 0 keeps none).
+        metric_cardinality_limit: Distinct attribute sets per metric stream (default 2000);
+            more are reported as one point with ``otel.metric.overflow=true``.
 
     Returns:
         The providers and a way to flush and shut them down.
 
     Raises:
-        TelemetryConfigError: (a ``ValueError``) an unsupported protocol, a malformed
-            endpoint, a bad ``metric_interval_s``, or a directory that cannot be written.
+        TelemetryConfigError: (a ``HookscopeError`` and ``ValueError``) an unknown exporter or
+            protocol, a malformed endpoint, a bad number, or a directory that cannot be
+            written. Nothing is left running.
     """
-    if _sdk_disabled():
-        logger.info("hookscope: %s=true, telemetry is off", OTEL_SDK_DISABLED)
-        return Telemetry(NoOpTracerProvider(), NoOpMeterProvider(), "disabled", "disabled")
-    trace_route = _route("traces", endpoint, protocol)
-    metric_route = _route("metrics", endpoint, protocol)
+    disabled, warning = sdk_disabled()
+    if warning:
+        logger.warning("hookscope: %s", warning)
+    if disabled:
+        logger.info("hookscope: OTEL_SDK_DISABLED=true, telemetry is off")
+        return Telemetry(
+            NoOpTracerProvider(),
+            NoOpMeterProvider(),
+            "disabled",
+            "disabled",
+            logger_provider=NoOpLoggerProvider(),
+            logs_destination="disabled",
+        )
+    # Everything is validated before anything is built.
+    chosen = {signal: routes(signal, endpoint, protocol) for signal in SIGNALS}
     interval_ms = _interval_ms(metric_interval_s)
+    limits = file_limits(max_file_bytes, keep_files)
+    cardinality = cardinality_limit(metric_cardinality_limit)
+    check_batch_variables()
     folder = Path(directory).absolute()
 
-    installed_tracer = _installed_tracer_provider() if set_global else None
-    installed_meter = _installed_meter_provider() if set_global else None
-    found = {"TracerProvider": installed_tracer, "MeterProvider": installed_meter}
-    borrowed = [name for name, provider in found.items() if provider is not None]
+    installed = {signal: _installed(signal) if set_global else None for signal in SIGNALS}
+    borrowed = [signal for signal, provider in installed.items() if provider is not None]
     if borrowed:
         logger.info(
-            "hookscope: using the %s the application installed; configure() does not replace it",
-            " and ".join(borrowed),
+            "hookscope: using the %s provider(s) the application installed; configure() does "
+            "not replace them",
+            ", ".join(borrowed),
         )
-    if installed_tracer is not None and installed_meter is not None:
-        return Telemetry(
-            installed_tracer, installed_meter, "existing provider", "existing provider"
-        )
-
-    # Open the files first: a directory that cannot be written is an error now, not later.
-    metric_sink: MetricExporter | None = None
-    span_sink: SpanExporter | None = None
+    builder = _Builder(folder, limits, headers, ExportHealth())
     try:
-        if installed_meter is None and metric_route.url is None:
-            metric_sink = JsonLinesMetricExporter(folder)
-        if installed_tracer is None and trace_route.url is None:
-            span_sink = JsonLinesSpanExporter(folder)
+        return _build(
+            builder, chosen, installed, service_name, interval_ms, cardinality, set_global
+        )
     except OSError as error:
-        if metric_sink is not None:
-            metric_sink.shutdown()
+        builder.undo()
         raise _file_error(folder, error) from error
-    if trace_route.url is not None or metric_route.url is not None:
-        install_quiet_filter()
+    except ValueError as error:  # an exporter refused a setting the checks above let through
+        builder.undo()
+        if isinstance(error, TelemetryConfigError):
+            raise
+        raise TelemetryConfigError(f"{error}; fix the setting or unset it") from None
+    except BaseException:
+        builder.undo()
+        raise
 
+
+def _build(
+    builder: _Builder,
+    chosen: Mapping[Signal, Sequence[Route]],
+    installed: Mapping[Signal, Any],
+    service_name: str | None,
+    interval_ms: float | None,
+    cardinality: int,
+    set_global: bool,
+) -> Telemetry:
     resource = Resource.create({SERVICE_NAME: service_name} if service_name else None)
-    health = ExportHealth()
-    guards: list[ExportGuard] = []
 
-    meter_provider: metrics.MeterProvider
+    meter_provider: metrics.MeterProvider = installed["metrics"]
     owned_meter: MeterProvider | None = None
-    if installed_meter is None:
-        inner = metric_sink or otlp_metric_exporter(
-            metric_route.protocol, metric_route.url, headers
-        )
-        metric_exporter = GuardedMetricExporter(inner, health, _target(metric_route, folder))
-        guards.append(metric_exporter.guard)
-        reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=interval_ms)
-        meter_provider = owned_meter = MeterProvider(
-            metric_readers=[reader], resource=resource, shutdown_on_exit=False
-        )
-        metrics_destination = metric_exporter.guard.target.text
-    else:
-        meter_provider, metrics_destination = installed_meter, "existing provider"
-    health.bind(meter_provider)
-
-    tracer_provider: trace.TracerProvider
-    owned_tracer: TracerProvider | None = None
-    if installed_tracer is None:
-        with sdk_self_metrics():
-            span_inner = span_sink or otlp_span_exporter(
-                trace_route.protocol, trace_route.url, headers, meter_provider
+    metrics_destination = _EXISTING
+    if meter_provider is None:
+        readers: list[MetricReader] = [
+            builder.prometheus_reader()
+            if route.kind == "prometheus"
+            else PeriodicExportingMetricReader(
+                builder.metric_exporter(route), export_interval_millis=interval_ms
             )
-            span_exporter = GuardedSpanExporter(span_inner, health, _target(trace_route, folder))
-            processor = BatchSpanProcessor(span_exporter, meter_provider=meter_provider)
-        guards.append(span_exporter.guard)
-        tracer_provider = owned_tracer = TracerProvider(
+            for route in chosen["metrics"]
+        ]
+        meter_provider = owned_meter = MeterProvider(
+            metric_readers=readers,
+            resource=resource,
+            shutdown_on_exit=False,
+            views=[View(instrument_name="*", aggregation_cardinality_limit=cardinality)],
+        )
+        builder.cleanups.append(partial(owned_meter.shutdown, timeout_millis=1000))
+        metrics_destination = _destination(builder, chosen["metrics"])
+    builder.health.bind(meter_provider)
+
+    tracer_provider: trace.TracerProvider = installed["traces"]
+    owned_tracer: TracerProvider | None = None
+    traces_destination = _EXISTING
+    if tracer_provider is None:
+        owned_tracer = TracerProvider(
             resource=resource, shutdown_on_exit=False, meter_provider=meter_provider
         )
-        owned_tracer.add_span_processor(processor)
-        traces_destination = span_exporter.guard.target.text
-    else:
-        tracer_provider, traces_destination = installed_tracer, "existing provider"
+        tracer_provider = owned_tracer
+        builder.cleanups.append(owned_tracer.shutdown)
+        with sdk_self_metrics():
+            for route in chosen["traces"]:
+                exporter = builder.span_exporter(route, meter_provider)
+                owned_tracer.add_span_processor(
+                    BatchSpanProcessor(exporter, meter_provider=meter_provider)
+                )
+        traces_destination = _destination(builder, chosen["traces"])
+
+    logger_provider: _logs.LoggerProvider = installed["logs"]
+    owned_logger: LoggerProvider | None = None
+    logs_destination = _EXISTING
+    if logger_provider is None:
+        owned_logger = LoggerProvider(
+            resource=resource, shutdown_on_exit=False, meter_provider=meter_provider
+        )
+        logger_provider = owned_logger
+        builder.cleanups.append(owned_logger.shutdown)
+        with sdk_self_metrics():
+            for route in chosen["logs"]:
+                owned_logger.add_log_record_processor(
+                    BatchLogRecordProcessor(
+                        builder.log_exporter(route), meter_provider=meter_provider
+                    )
+                )
+        logs_destination = _destination(builder, chosen["logs"])
 
     if set_global:
         if owned_tracer is not None:
             trace.set_tracer_provider(owned_tracer)
         if owned_meter is not None:
             metrics.set_meter_provider(owned_meter)
-    logger.info("hookscope: traces to %s, metrics to %s", traces_destination, metrics_destination)
+        if owned_logger is not None:
+            _logs.set_logger_provider(owned_logger)
+    logger.info(
+        "hookscope: traces to %s, metrics to %s, logs to %s",
+        traces_destination,
+        metrics_destination,
+        logs_destination,
+    )
     return Telemetry(
         tracer_provider,
         meter_provider,
         traces_destination,
         metrics_destination,
-        owned_tracer=owned_tracer,
-        owned_meter=owned_meter,
-        guards=guards,
+        logger_provider=logger_provider,
+        logs_destination=logs_destination,
+        owned=(owned_tracer, owned_logger, owned_meter),
+        guards=builder.guards,
+        closers=builder.closers,
     )

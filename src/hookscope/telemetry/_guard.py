@@ -1,32 +1,31 @@
-"""The export side of ``configure()``: the exporters it builds and the guard around each.
+"""The guard around every exporter ``configure()`` builds: log once, count, fail fast.
 
-:func:`hookscope.telemetry.setup.configure` builds its OTLP exporters here
-(:func:`otlp_span_exporter`, :func:`otlp_metric_exporter`, with the SDK's self-metrics on, see
-:func:`sdk_self_metrics`) and wraps every exporter, OTLP or files, in a
-:class:`GuardedSpanExporter` or :class:`GuardedMetricExporter`, each with its own
-:class:`ExportGuard`: what stands between the SDK's export threads and a destination that
-fails. A guard promises three things.
+:func:`hookscope.telemetry.setup.configure` wraps every exporter, OTLP, console or files, in a
+:class:`GuardedSpanExporter`, :class:`GuardedMetricExporter` or :class:`GuardedLogExporter`,
+each with its own :class:`ExportGuard`: what stands between the SDK's export threads and a
+destination that fails. A guard promises three things.
 
 **Never raise, log once, count.** An export that fails or raises is reported to the SDK as a
-failure. The destination's first failure is logged as a warning with the error; the OTLP
-exporters' own messages for later failures are silenced (:class:`QuietRepeats`) until an export
-succeeds again, which is logged too. Every failed batch adds 1 to
-``hookscope.telemetry.export.failures`` and its items (spans, or metric data points) to
-``hookscope.telemetry.export.dropped``, both with ``hookscope.telemetry.signal``. These two are
-process-level metrics: a batch holds every agent's telemetry, so they carry no agent name.
+failure. The destination's first failure is logged as a warning with the error, and a recovery
+is logged too. Every failed batch adds 1 to ``hookscope.telemetry.export.failures`` and its
+items (spans, log records, or metric data points) to ``hookscope.telemetry.export.dropped``,
+both with ``hookscope.telemetry.signal``. These two are process-level metrics: a batch holds
+every agent's telemetry, so they carry no agent name. hookscope installs no logging filter on
+other libraries' loggers: the breaker below is what keeps a failing exporter quiet, since it
+lets the exporter see at most one batch per window (the exporter logs each failure it sees).
 
 **Fail fast (a circuit breaker).** Encoding a batch to protobuf costs ~0.1 ms per span in the
 export thread, and that thread competes with the agent for the GIL; with the endpoint down the
 work is wasted. So after a failed export the breaker opens: batches arriving within the backoff
 window (1 s, doubling with each consecutive failure up to 30 s, back to 1 s after a success)
 are dropped before the exporter sees them. When the window has passed, and before the very
-first export, the destination is not known to work: a TCP connect to its host and port (at most
-0.2 s) must succeed before the batch is encoded, else the batch fails at once. An explicit
-flush or shutdown ends an open window, so what is buffered gets that probe rather than being
-dropped unseen. Spans the breaker or the probe drop never reach the exporter, so the SDK's own
-``otel.sdk.exporter.span.exported`` does not count them; ``hookscope.telemetry.export.dropped``
-does. Metrics lose little: with the default cumulative temporality the next collection that
-gets through carries the totals.
+first export, the destination is not known to work: a TCP connect to its host and port (see
+:mod:`hookscope.telemetry._endpoint`) must succeed before the batch is encoded, else the batch
+fails at once. An explicit flush or shutdown ends an open window, so what is buffered gets that
+probe rather than being dropped unseen. Spans the breaker or the probe drop never reach the
+exporter, so the SDK's own ``otel.sdk.exporter.span.exported`` does not count them;
+``hookscope.telemetry.export.dropped`` does. Metrics lose little: with the default cumulative
+temporality the next collection that gets through carries the totals.
 
 **Bounded waits.** :func:`run_bounded` runs flush and shutdown steps under one deadline even
 when an exporter hangs.
@@ -36,30 +35,21 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import socket
 import threading
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from time import monotonic
-from typing import Any, Final, Literal, final
-from urllib.parse import urlparse
+from typing import Any, Final, final
 
 from opentelemetry import metrics
 from opentelemetry.metrics import Counter
-from opentelemetry.sdk.environment_variables import (
-    OTEL_EXPORTER_OTLP_HEADERS,
-    OTEL_EXPORTER_OTLP_METRICS_HEADERS,
-    OTEL_EXPORTER_OTLP_TRACES_HEADERS,
-    OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
-)
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from hookscope._version import __version__
+from hookscope.telemetry._endpoint import Signal, Target, probe
 from hookscope.telemetry.semconv import (
     INSTRUMENTATION_SCOPE,
     METRIC_EXPORT_DROPPED,
@@ -70,144 +60,20 @@ from hookscope.telemetry.semconv import (
 __all__ = [
     "INITIAL_BACKOFF_S",
     "MAX_BACKOFF_S",
-    "PROBE_TIMEOUT_S",
     "ExportGuard",
     "ExportHealth",
+    "GuardedLogExporter",
     "GuardedMetricExporter",
     "GuardedSpanExporter",
-    "QuietRepeats",
-    "Signal",
-    "Target",
-    "install_quiet_filter",
-    "otlp_metric_exporter",
-    "otlp_span_exporter",
-    "probe_address",
     "run_bounded",
-    "sdk_self_metrics",
 ]
 
 logger = logging.getLogger(__name__)
-
-Signal = Literal["traces", "metrics"]
 
 #: The breaker's first open window, after one failure.
 INITIAL_BACKOFF_S: Final = 1.0
 #: The longest window: a collector that comes back is used again within this time.
 MAX_BACKOFF_S: Final = 30.0
-#: A loopback or LAN connect answers in well under a millisecond; a remote one in tens.
-PROBE_TIMEOUT_S: Final = 0.2
-
-# The loggers the OTLP exporters report through; see QuietRepeats.
-_EXPORTER_LOGGERS: Final = (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-    "opentelemetry.exporter.otlp.common.http",
-    "opentelemetry.exporter.otlp.proto.grpc.exporter",
-)
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where one signal is exported, as log messages name it, and what to check if it fails.
-
-    ``address`` is the TCP host and port probed before encoding for a destination not yet known
-    to work (see :func:`probe_address`); None skips the probe (files, non-TCP endpoints).
-    """
-
-    signal: Signal
-    text: str
-    hint: str
-    address: tuple[str, int] | None = None
-
-    @classmethod
-    def file(cls, signal: Signal, path: str) -> Target:
-        """A file the embedded default writes."""
-        return cls(signal, path, "Check the disk: free space and permissions")
-
-    @classmethod
-    def otlp(cls, signal: Signal, url: str, protocol: str) -> Target:
-        """An OTLP endpoint; probed when :func:`probe_address` finds a TCP address for it."""
-        return cls(
-            signal,
-            f"{url} (OTLP {protocol})",
-            "Check that the endpoint is up and reachable (OTEL_EXPORTER_OTLP_ENDPOINT)",
-            probe_address(url, protocol),
-        )
-
-
-def probe_address(url: str, protocol: str) -> tuple[str, int] | None:
-    """The host and port a TCP connect can check before exporting to ``url``, if any.
-
-    Args:
-        url: The OTLP endpoint: an http(s) URL, or for gRPC also ``host:port``.
-        protocol: ``"http/protobuf"`` or ``"grpc"``.
-
-    Returns:
-        None where a direct connect would not test what the exporter does: a non-TCP gRPC
-        target (``unix:``, ``dns:``), a gRPC target without a port, or a destination reached
-        through a proxy from the environment (the exporter connects to the proxy instead).
-    """
-    if protocol == "grpc":
-        parsed = urlparse(url if "://" in url else f"//{url}")
-        if parsed.scheme not in ("", "http", "https"):
-            return None
-        schemes: tuple[str, ...] = ("grpc", "https", "http")  # grpc reads grpc_proxy first
-    else:
-        parsed = urlparse(url)
-        schemes = (parsed.scheme,)
-    try:
-        port = parsed.port
-    except ValueError:  # not a number, or out of range: let the exporter report it
-        return None
-    if port is None and protocol != "grpc":
-        port = _DEFAULT_PORTS.get(parsed.scheme)
-    host = parsed.hostname
-    if not host or port is None:
-        return None
-    proxies = urllib.request.getproxies()
-    if any(proxies.get(scheme) for scheme in schemes) and not urllib.request.proxy_bypass(host):
-        return None
-    return host, port
-
-
-def probe(address: tuple[str, int], timeout_s: float = PROBE_TIMEOUT_S) -> OSError | None:
-    """Connect to ``address`` and hang up; the error when nothing accepted the connection."""
-    # The timeout does not bound the name lookup; like the exporter's own, it runs in the
-    # export thread, not the agent's.
-    try:
-        socket.create_connection(address, timeout=timeout_s).close()
-    except OSError as error:  # refused, timed out, no route, unknown host
-        return error
-    return None
-
-
-# --- logged once, counted -----------------------------------------------------------------
-
-_QUIET: Final = threading.local()
-
-
-class QuietRepeats(logging.Filter):
-    """Drops OTLP exporter log records while a guarded export already reported its failure.
-
-    The exporters log every failed batch and every retry; after hookscope has logged a
-    destination's first failure those repeats say nothing new. The flag is per thread and set
-    only around a guarded export call, so other exporters in the process log as usual.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not getattr(_QUIET, "active", False)
-
-
-_QUIET_FILTER: Final = QuietRepeats()
-
-
-def install_quiet_filter() -> None:
-    """Attach the :class:`QuietRepeats` filter to the OTLP exporters' loggers (once)."""
-    for name in _EXPORTER_LOGGERS:
-        exporter_logger = logging.getLogger(name)
-        if _QUIET_FILTER not in exporter_logger.filters:
-            exporter_logger.addFilter(_QUIET_FILTER)
 
 
 @final
@@ -291,19 +157,6 @@ class ExportHealth:
             )
 
 
-def _quietly(health: ExportHealth, signal: Signal, export: Callable[[], bool]) -> bool:
-    """Run ``export``; the exporter's own messages are silenced once a failure was reported.
-
-    Raises:
-        Exception: whatever ``export`` raised; the caller records it.
-    """
-    _QUIET.active = health.reported(signal)
-    try:
-        return export()
-    finally:
-        _QUIET.active = False
-
-
 # --- the circuit breaker ------------------------------------------------------------------
 
 
@@ -363,7 +216,7 @@ class ExportGuard:
         ok = False
         if error is None:
             try:
-                ok = _quietly(self._health, self.target.signal, export)
+                ok = export()
             except Exception as caught:  # an exporter bug must not kill the SDK's worker thread
                 error = caught
         self._settle(ok)
@@ -473,81 +326,32 @@ class GuardedMetricExporter(MetricExporter):
         self._inner.shutdown(timeout_millis=timeout_millis)
 
 
-# --- building exporters -------------------------------------------------------------------
+@final
+class GuardedLogExporter(LogRecordExporter):
+    """Wraps a log record exporter: exports go through an :class:`ExportGuard`, never raise."""
 
+    def __init__(
+        self,
+        inner: LogRecordExporter,
+        health: ExportHealth,
+        target: Target,
+        clock: Callable[[], float] = monotonic,
+    ) -> None:
+        self._inner = inner
+        self.guard = ExportGuard(health, target, clock)
 
-_ENV_LOCK: Final = threading.Lock()
-
-
-@contextmanager
-def sdk_self_metrics() -> Iterator[None]:
-    """Build SDK components with their self-metrics on, unless the user chose otherwise.
-
-    The SDK reads ``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED`` only when a processor or
-    exporter is constructed; there is no argument for it. The override lasts for those
-    constructions only.
-    """
-    with _ENV_LOCK:
-        if OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED in os.environ:
-            yield
-            return
-        os.environ[OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED] = "true"
-        try:
-            yield
-        finally:
-            os.environ.pop(OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED, None)
-
-
-def _grpc_headers(headers: Mapping[str, str] | None, signal_variable: str) -> dict[str, str] | None:
-    # The HTTP exporters merge given headers over the environment's; the gRPC ones replace
-    # them, which would drop an auth header set in OTEL_EXPORTER_OTLP_HEADERS. Merge here.
-    if not headers:
-        return None  # the gRPC exporter reads the environment itself
-    from opentelemetry.util.re import parse_env_headers
-
-    raw = os.environ.get(signal_variable) or os.environ.get(OTEL_EXPORTER_OTLP_HEADERS, "")
-    merged = dict(parse_env_headers(raw, liberal=True))
-    merged.update({key.lower(): value for key, value in headers.items()})
-    return merged
-
-
-def otlp_span_exporter(
-    protocol: str,
-    url: str | None,
-    headers: Mapping[str, str] | None,
-    meter_provider: metrics.MeterProvider,
-) -> SpanExporter:
-    """The SDK's OTLP span exporter for ``protocol`` (``"grpc"``, else ``http/protobuf``)."""
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        ok = self.guard.run(
+            lambda: self._inner.export(batch) is LogRecordExportResult.SUCCESS, lambda: len(batch)
         )
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
 
-        return GrpcSpanExporter(
-            endpoint=url,
-            headers=_grpc_headers(headers, OTEL_EXPORTER_OTLP_TRACES_HEADERS),
-            meter_provider=meter_provider,
-        )
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
 
-    return OTLPSpanExporter(endpoint=url, headers=headers, meter_provider=meter_provider)
-
-
-def otlp_metric_exporter(
-    protocol: str, url: str | None, headers: Mapping[str, str] | None
-) -> MetricExporter:
-    """The SDK's OTLP metric exporter for ``protocol`` (``"grpc"``, else ``http/protobuf``)."""
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-            OTLPMetricExporter as GrpcMetricExporter,
-        )
-
-        return GrpcMetricExporter(
-            endpoint=url, headers=_grpc_headers(headers, OTEL_EXPORTER_OTLP_METRICS_HEADERS)
-        )
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-    return OTLPMetricExporter(endpoint=url, headers=headers)
+    def shutdown(self) -> None:
+        stop: Callable[[], object] = self._inner.shutdown  # the SDK leaves it unannotated
+        stop()
 
 
 # --- bounded waits ------------------------------------------------------------------------
