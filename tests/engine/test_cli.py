@@ -140,3 +140,23 @@ def test_the_installed_command_runs_a_pre_turn_hook(config: Path) -> None:
     )
     assert (run.returncode, run.stderr) == (0, "")
     assert _lines(run.stdout) == [("exit", "none", "-")]
+
+
+def test_run_on_claude_settings_with_tool_aliases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    hook = {"type": "command", "command": "echo 'not in CI' >&2; exit 2"}
+    settings.write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}})
+    )
+    argv = ["hooks", "run", str(settings), "PreToolUse", "--tool", "run_command", "--input", "{}"]
+    assert main(argv) == 0  # without the alias, Bash never matches run_command
+    assert capsys.readouterr().out == ""
+    assert main([*argv, "--tool-alias", "Bash=run_command"]) == 2
+    assert _lines(capsys.readouterr().out) == [("echo", "deny", "not in CI")]
+    assert main([*argv, "--tool-alias", "Bash"]) == 1
+    assert capsys.readouterr().err == (
+        "hookscope: error: --tool-alias must read THEIRS=OURS (e.g. Bash=run_command), got 'Bash'\n"
+    )

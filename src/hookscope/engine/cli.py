@@ -13,6 +13,9 @@
     that ran — name, verdict (allow, deny, ask, none, or failed), message, milliseconds — and
     exits 0 when the event is allowed, 2 when it is denied or blocked, 1 on a configuration
     or input error.
+
+Both take ``--tool-alias THEIRS=OURS`` (repeatable) for a Claude Code settings file, as
+``load(..., tool_aliases=...)`` does: ``--tool-alias Bash=run_command``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def add_parser(commands: Any) -> None:
     check.add_argument(
         "file", nargs="?", metavar="FILE", help="default: " + ", ".join(_DEFAULT_FILES)
     )
+    _alias_option(check)
     check.set_defaults(handler=_guarded(_check))
     run = actions.add_parser(
         "run",
@@ -56,7 +60,31 @@ def add_parser(commands: Any) -> None:
     run.add_argument("event", metavar="EVENT", help="e.g. pre_tool_call or PreToolUse")
     run.add_argument("--tool", metavar="NAME", help="the tool of a tool event")
     run.add_argument("--input", metavar="JSON", help="the tool's arguments, or the event's data")
+    _alias_option(run)
     run.set_defaults(handler=_guarded(_run))
+
+
+def _alias_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tool-alias",
+        action="append",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="for Claude Code settings: a tool name and the agent's (repeatable), e.g. "
+        "Bash=run_command",
+    )
+
+
+def _aliases(args: argparse.Namespace) -> dict[str, str] | None:
+    aliases: dict[str, str] = {}
+    for pair in args.tool_alias:
+        theirs, equals, ours = pair.partition("=")
+        if not (equals and theirs.strip() and ours.strip()):
+            raise _CliError(
+                f"--tool-alias must read THEIRS=OURS (e.g. Bash=run_command), got {pair!r}"
+            )
+        aliases[theirs.strip()] = ours.strip()
+    return aliases or None
 
 
 def _guarded(handler: Any) -> Any:
@@ -104,7 +132,7 @@ def _check(args: argparse.Namespace) -> int:
     from hookscope.engine.config import load
 
     path = Path(args.file) if args.file else _default_file()
-    table = load(path)
+    table = load(path, tool_aliases=_aliases(args))
     rows = [("EVENT", "MATCHER", "TYPE", "TIMEOUT", "ON FAILURE", "NAME")]
     for entry in table.entries:
         hook = entry.hook
@@ -140,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         given = None if args.input is None else json.loads(args.input)
     except json.JSONDecodeError as error:
         raise _CliError(f"--input is not valid JSON: {error}") from None
-    table = load(Path(args.file))
+    table = load(Path(args.file), tool_aliases=_aliases(args))
     try:
         lines, allowed = asyncio.run(run_event(table, event, args.tool, given))
     except SyntheticInputError as error:
