@@ -42,6 +42,7 @@ class Registration:
 
     __slots__ = (
         "call",
+        "direct",
         "fail_open",
         "failed_before",
         "hook",
@@ -68,6 +69,8 @@ class Registration:
         self.timeout, self.fail_open, self.matcher, self.hook_type = options
         #: Runs of command and prompt hooks are reported to observers (``execute_hook`` spans).
         self.traced = self.hook_type != "python"
+        #: Called inline by the loop: no timeout to enforce, no run to report.
+        self.direct = not self.traced and self.timeout is None
         self.failed_before = False  # log a hook's first failure in full, later ones briefly
 
 

@@ -61,25 +61,18 @@ class HookContext:
             key: The name to look up.
             default: Returned when no context in the chain has ``key``.
         """
-        context: HookContext | None = self
-        while context is not None:
-            value = context._values.get(key, _MISSING)
-            if value is not _MISSING:
-                return value
-            context = context._parent
-        return default
+        value = self._values.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        # Chains are at most three deep (session → turn → operation).
+        return default if self._parent is None else self._parent.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
         """Store ``key`` in this context only, shadowing any ancestor's value."""
         self._values[key] = value
 
     def __contains__(self, key: object) -> bool:
-        context: HookContext | None = self
-        while context is not None:
-            if key in context._values:
-                return True
-            context = context._parent
-        return False
+        return key in self._values or (self._parent is not None and key in self._parent)
 
 
 @final

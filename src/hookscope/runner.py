@@ -290,14 +290,12 @@ class HookRunner:
             error: Exception | None = None
             step = GO_ON
             try:
-                if registration.traced:
-                    value = await self._call_traced(registration, event, context, fold.data)
-                elif registration.timeout is None:
+                if registration.direct:
                     value = registration.call(context, fold.data)
                     if registration.is_async or (value is not None and is_awaitable(value)):
                         value = await value
-                else:
-                    value = await with_timeout(registration, context, fold.data)
+                else:  # timed, or a command/prompt hook whose run observers see
+                    value = await self._call_guarded(registration, event, context, fold.data)
                 if value is not None:  # None never stops a dispatch nor breaks a rule
                     step = rule.step(fold, value)
             except Exception as exc:
@@ -312,21 +310,23 @@ class HookRunner:
                 if step == STOP:
                     decided_by = registration.name
                     break
-                if tentative is None:  # TENTATIVE: decides unless a later hook stops
-                    tentative = registration.name
+                # TENTATIVE: the first such hook decides unless a later one stops the dispatch.
+                tentative = tentative or registration.name
         result = rule.finish(fold)
-        if decided_by is None:
-            decided_by = tentative
-        if rule.confirms and isinstance(result, HookResult) and result.confirm:
-            result = cast(R, await self._confirm(context, result))
+        decided_by = decided_by or tentative
+        if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
+            result = cast(R, await self._confirm(context, cast(HookResult, result)))
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
         return Dispatch(result, fold.data, decided_by)
 
-    async def _call_traced(
+    async def _call_guarded(
         self, registration: Registration, event: HookEvent, context: HookContext, data: Any
     ) -> Any:
-        """Call a command or prompt hook inside a :class:`HookRun` that observers see."""
+        """Call a timed hook under its timeout, and a command or prompt hook inside a
+        :class:`HookRun` that observers see."""
+        if not registration.traced:
+            return await with_timeout(registration, context, data)
         run = HookRun(event, registration.name, registration.hook_type)
         token = _CURRENT_RUN.set(run)
         notifier = self.notifier
