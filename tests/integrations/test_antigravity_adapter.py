@@ -330,7 +330,7 @@ async def test_turn_that_goes_idle_with_an_error_failed(
 
 
 @pytest.mark.usefixtures("instrumentor")
-async def test_cancelled_turn_failed_with_the_cancellation(
+async def test_cancelled_turn_is_cancelled_with_the_cancellation(
     span_exporter: InMemorySpanExporter,
 ) -> None:
     # Cancelled, but not because pre_turn denied it (that would be "blocked").
@@ -341,7 +341,7 @@ async def test_cancelled_turn_failed_with_the_cancellation(
         )
 
     cancelled = turn_span(
-        outcome="failed",
+        outcome="cancelled",
         error_type="AntigravityCancelledError",
         events=[("hookscope.pre_turn", {"hookscope.turn.allowed": True})],
     )
@@ -415,7 +415,7 @@ async def test_calls_in_flight_when_a_turn_is_cancelled_fail_with_the_cancellati
     )
     failed_turn = turn_span(
         [awaiting_decision, running_tool],
-        outcome="failed",
+        outcome="cancelled",
         error_type="AntigravityCancelledError",
         events=[("hookscope.pre_turn", {"hookscope.turn.allowed": True})],
     )

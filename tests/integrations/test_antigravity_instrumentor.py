@@ -11,15 +11,16 @@ import wrapt
 from google.antigravity.hooks import hook_runner, hooks
 from opentelemetry.sdk.trace import TracerProvider
 
-from hookscope.integrations._antigravity_adapter import Adapter
-from hookscope.integrations._antigravity_state import Tracker
 from hookscope.integrations.antigravity import INSTRUMENTS, AntigravityInstrumentor
 from hookscope.integrations.antigravity import hooks as plain_hooks
+from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.integrations.antigravity.wrappers import Adapter
+from hookscope.runner import HookRunner
 
 
 def _targets() -> list[tuple[type, str]]:
     found = []
-    for module, qualified, _ in Adapter(Tracker([], "x")).targets():
+    for module, qualified, _ in Adapter(Tracker(HookRunner(), "x")).targets():
         owner, _, attribute = qualified.rpartition(".")
         found.append((getattr(importlib.import_module(module), owner), attribute))
     return found
@@ -113,3 +114,78 @@ def test_importing_the_integrations_loads_neither_the_sdk_nor_opentelemetry_sdk(
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_a_method_the_sdk_lacks_is_logged_and_the_rest_is_instrumented(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As if a google-antigravity release had renamed the dynamic policy evaluation.
+    from google.antigravity.connections.local.event_processor import BaseLocalEventProcessor
+
+    gone = (BaseLocalEventProcessor, "_evaluate_dynamic_policy")
+    monkeypatch.delattr(*gone)
+    others = [target for target in _targets() if target != gone]
+    instrumentor = AntigravityInstrumentor()
+
+    with caplog.at_level("WARNING", logger="hookscope.integrations.antigravity"):
+        instrumentor.instrument()
+    try:
+        wrapped = [(c, n) for c, n in others if isinstance(c.__dict__[n], wrapt.FunctionWrapper)]
+        assert wrapped == others
+    finally:
+        instrumentor.uninstrument()
+
+    assert [r.getMessage() for r in caplog.records] == [
+        "hookscope could not instrument google.antigravity.connections.local.event_processor."
+        "BaseLocalEventProcessor._evaluate_dynamic_policy (a google-antigravity version this "
+        "instrumentation does not know?); the rest is instrumented, but telemetry that "
+        "depends on it will be missing"
+    ]
+    assert not any(isinstance(c.__dict__[n], wrapt.FunctionWrapper) for c, n in others)
+
+
+def test_the_instruments_extra_is_the_declared_dependency() -> None:
+    # opentelemetry-instrument checks instrumentation_dependencies(); pip installs the extra.
+    from pathlib import Path
+
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+
+    assert tuple(pyproject["project"]["optional-dependencies"]["instruments"]) == INSTRUMENTS
+
+
+@pytest.mark.parametrize(
+    ("value", "nested"), [("true", True), ("1", True), ("YES", True), ("false", False), ("", False)]
+)
+def test_nest_sessions_env_var_reads_booleans(
+    monkeypatch: pytest.MonkeyPatch, value: str, nested: bool
+) -> None:
+    from hookscope.integrations.antigravity.instrumentor import nest_sessions_from_env
+
+    monkeypatch.setenv("HOOKSCOPE_NEST_SESSIONS", value)
+
+    assert nest_sessions_from_env() is nested
+
+
+def test_a_nest_sessions_env_var_that_is_no_boolean_is_an_error_in_the_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Logged, not raised: under opentelemetry-instrument a raise would instrument nothing.
+    from hookscope.integrations.antigravity.instrumentor import nest_sessions_from_env
+
+    monkeypatch.setenv("HOOKSCOPE_NEST_SESSIONS", "sometimes")
+
+    assert nest_sessions_from_env() is False
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "ERROR",
+            "HOOKSCOPE_NEST_SESSIONS='sometimes' is not a boolean; sessions are not nested. "
+            "Set it to true or false.",
+        )
+    ]
+
+
+def test_nest_sessions_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="nest_sessions must be True or False, got 'yes'"):
+        AntigravityInstrumentor().instrument(nest_sessions="yes")

@@ -8,7 +8,7 @@ import pytest
 from google.antigravity import types
 from google.antigravity.hooks import policy
 
-from hookscope.integrations._antigravity_sdk import answers_of, rule_of
+from hookscope.integrations.antigravity.sdk_values import answers_of, rule_of
 from hookscope.policy import Decision
 
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookscope.integrations._antigravity_dispatch import Dispatch
-from hookscope.integrations._antigravity_state import CallInterrupted, Tracker, TurnInterrupted
+from hookscope.integrations.antigravity.operations import (
+    LINGER_S,
+    MAX_CLOSED,
+    CallInterrupted,
+    OpIndex,
+    TurnInterrupted,
+)
+from hookscope.integrations.antigravity.reporting import Dispatch
+from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
 from ..conftest import Recorder
@@ -13,8 +21,14 @@ from ..conftest import Recorder
 CALL = ToolCall("get_weather", {"city": "Oslo"}, "call_1")
 
 
+def observed_by(observer: object) -> HookRunner:
+    runner = HookRunner()
+    runner.observe(observer)
+    return runner
+
+
 def tracker_with(recorder: Recorder) -> Tracker:
-    return Tracker([recorder], "bot")
+    return Tracker(observed_by(recorder), "bot")
 
 
 def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) -> None:
@@ -22,7 +36,7 @@ def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) ->
     session = tracker.open_session("s1", "m", ())
     tracker.session_started(session)
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_started(op)
     tracker.tool_returned(op, "sunny", hooks_pending=False)
     tracker.close_op(session, op)
@@ -56,8 +70,8 @@ def test_the_same_call_id_in_two_sessions_is_two_calls(recorder: Recorder) -> No
     tracker = tracker_with(recorder)
     first, second = tracker.open_session("a", None, ()), tracker.open_session("b", None, ())
 
-    one = tracker.op(first, call_id="call_1", call=CALL)
-    other = tracker.op(second, call_id="call_1", call=CALL)
+    one = tracker.op_for_request(first, "t", CALL)
+    other = tracker.op_for_request(second, "t", CALL)
 
     assert one is not other
     assert one.context.session_id == "a"
@@ -67,40 +81,105 @@ def test_the_same_call_id_in_two_sessions_is_two_calls(recorder: Recorder) -> No
 def test_a_closed_call_releases_its_id_for_a_later_call(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
-    first = tracker.op(session, call_id="call_1", step_key=("t", 1), call=CALL)
+    first = tracker.op_for_step(session, ("t", 1), CALL)
     tracker.close_op(session, first)
 
-    again = tracker.op(session, call_id="call_1", step_key=("t", 3), call=CALL)
+    again = tracker.op_for_request(session, "t", CALL)
 
     assert again is not first
-    assert tracker.op(session, step_key=("t", 3)) is again
+    assert tracker.op_for_step(session, ("t", 3), CALL) is again
 
 
-def test_a_call_seen_first_by_its_step_is_found_by_its_id_later(recorder: Recorder) -> None:
+def test_a_request_finds_the_call_its_step_opened_by_trajectory_and_tool(
+    recorder: Recorder,
+) -> None:
+    # A harness tool's step carries no call id; the request that names it does.
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
-    by_step = tracker.op(session, step_key=("t", 1), call=CALL)
+    step_args = {"file_path": "file:///w/a.txt"}
+    by_step = tracker.op_for_step(session, ("t", 1), ToolCall("view_file", step_args))
 
-    linked = tracker.op(session, call_id="call_1", step_key=("t", 1))
+    found = tracker.op_for_request(
+        session, "t", ToolCall("view_file", {"AbsolutePath": "/w/a.txt"}, "call_7")
+    )
 
-    assert linked is by_step
-    assert tracker.op(session, call_id="call_1") is by_step
+    assert found is by_step
+    assert found.call_id == "call_7"
+    assert tracker.late_op(session, "call_7") is by_step
 
 
-def test_a_step_held_by_another_call_is_not_merged_into_it(recorder: Recorder) -> None:
+def test_a_step_finds_the_call_its_request_opened_without_arithmetic(recorder: Recorder) -> None:
+    # Requests number steps in the harness's own numbering (2, 6, 10 …); steps do not.
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
-    first = tracker.op(session, call_id="call_1", step_key=("t", 1), call=CALL)
+    requested = tracker.op_for_request(session, "t", ToolCall("view_file", {}, "call_7"))
 
-    second = tracker.op(session, call_id="call_2", step_key=("t", 1), call=CALL)
+    assert tracker.op_for_step(session, ("t", 4), ToolCall("view_file")) is requested
+    assert tracker.op_for_step(session, ("t", 4), ToolCall("view_file")) is requested
 
-    assert second is not first
+
+def test_a_call_of_another_trajectory_or_tool_is_not_merged(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    requested = tracker.op_for_request(session, "t", ToolCall("view_file", {}, "call_7"))
+
+    other_tool = tracker.op_for_step(session, ("t", 1), ToolCall("list_dir"))
+    other_trajectory = tracker.op_for_step(session, ("sub", 1), ToolCall("view_file"))
+
+    assert len({id(requested), id(other_tool), id(other_trajectory)}) == 3
+
+
+def test_among_same_named_calls_the_one_whose_arguments_match_is_chosen(
+    recorder: Recorder,
+) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    a = tracker.op_for_request(session, "t", ToolCall("view_file", {"AbsolutePath": "/w/a"}, "c1"))
+    b = tracker.op_for_request(session, "t", ToolCall("view_file", {"AbsolutePath": "/w/b"}, "c2"))
+
+    step = tracker.op_for_step(
+        session, ("t", 5), ToolCall("view_file", {"file_path": "file:///w/b"})
+    )
+
+    assert step is b
+    assert tracker.op_for_step(session, ("t", 6), ToolCall("view_file")) is a
+
+
+def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    denied = tracker.op_for_request(session, "t", CALL)
+    tracker.deny(denied, HookResult.deny("no"), "antigravity.policy")
+
+    op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
+
+    assert (op, new) == (denied, False)
+
+
+def test_a_denial_step_with_no_call_seen_is_a_new_call(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+
+    op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
+
+    assert new
+    assert op.call.name == "_unknown"
+
+
+def test_a_late_callback_finds_its_closed_call(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    op = tracker.op_for_request(session, "t", CALL)
+    tracker.close_op(session, op)
+
+    assert tracker.late_op(session, "call_1") is op
+    assert tracker.op_for_step(session, ("t", 9), CALL) is not op  # a new call may reuse it
 
 
 def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
 
     tracker.close_op(session, op)
@@ -116,7 +195,10 @@ def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Rec
 def test_a_recovery_is_a_non_empty_replacement_message(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
-    recovered, unrecovered = (tracker.op(session, call_id=i, call=CALL) for i in ("c1", "c2"))
+    recovered, unrecovered = (
+        tracker.op_for_request(session, "t", ToolCall(CALL.name, CALL.args, i))
+        for i in ("c1", "c2")
+    )
     for op in (recovered, unrecovered):
         tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
 
@@ -131,7 +213,7 @@ def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    tracker.op(session, call_id="call_1", call=CALL)
+    tracker.op_for_request(session, "t", CALL)
 
     tracker.close_session(session, None)
 
@@ -151,7 +233,7 @@ def test_an_undecided_call_at_turn_end_is_never_recorded_as_allowed(recorder: Re
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    tracker.op(session, call_id="call_1", call=CALL)
+    tracker.op_for_request(session, "t", CALL)
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
 
@@ -172,7 +254,7 @@ def test_a_running_call_at_turn_end_ends_with_the_turns_error(recorder: Recorder
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_started(op)
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
@@ -189,7 +271,7 @@ def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recor
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_started(op)
 
     tracker.end_turn(session)
@@ -207,7 +289,7 @@ def test_a_call_that_ran_ends_normally_with_its_turn(recorder: Recorder) -> None
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_returned(op, "sunny", hooks_pending=True)  # post_tool_call hooks never reported
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
@@ -219,7 +301,7 @@ def test_a_denied_call_ends_normally_with_its_turn(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.deny(op, HookResult.deny("no"), "rule")
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
@@ -231,7 +313,7 @@ def test_a_late_verdict_for_an_interrupted_call_is_ignored(recorder: Recorder) -
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
     before = list(recorder.calls)
 
@@ -257,19 +339,19 @@ def test_pre_turn_undecided_when_the_turn_fails_is_not_recorded_as_allowed(
     ]
 
 
-class Keep:
+class Keep(DispatchObserver):
     """Keeps what each dispatch started with."""
 
     def __init__(self) -> None:
         self.data: dict[str, list[Any]] = {}
 
-    def dispatch_started(self, event: str, context: Any, data: Any) -> None:
+    def dispatch_started(self, event: Any, context: Any, data: Any) -> None:
         self.data.setdefault(event, []).append(data)
 
 
 def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
     keep = Keep()
-    tracker = Tracker([keep], "bot")
+    tracker = Tracker(observed_by(keep), "bot")
     session = tracker.open_session("s", "m", ())
     used = [Usage(100, 40)]
     session.usage = lambda: used[-1]
@@ -283,9 +365,9 @@ def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
 
 def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     keep = Keep()
-    tracker = Tracker([keep], "bot")
+    tracker = Tracker(observed_by(keep), "bot")
     session = tracker.open_session("s", None, ())
-    op = tracker.op(session, call_id="call_1", call=CALL)
+    op = tracker.op_for_request(session, "t", CALL)
     tracker.tool_started(op)
     tracker.tool_returned(op, "sunny", hooks_pending=False)
 
@@ -306,3 +388,30 @@ def test_a_hook_that_gives_no_answers_decides_no_interaction(recorder: Recorder)
         ("dispatch_finished", "pre_turn", HookResult(), None),
         ("dispatch_finished", "on_interaction", None, None),
     ]
+
+
+def test_a_closed_call_is_findable_for_a_bounded_time_only(recorder: Recorder) -> None:
+    now = [100.0]
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    session.ops = OpIndex(clock=lambda: now[0])
+    op = tracker.op_for_request(session, "t", CALL)
+    tracker.close_op(session, op)
+
+    now[0] += LINGER_S
+    assert tracker.late_op(session, "call_1") is op
+    now[0] += 0.001
+    assert tracker.late_op(session, "call_1") is None
+
+
+def test_at_most_max_closed_calls_stay_findable(recorder: Recorder) -> None:
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s", None, ())
+    ops = []
+    for index in range(MAX_CLOSED + 1):
+        op = tracker.op_for_request(session, "t", ToolCall("get_weather", {}, f"c{index}"))
+        tracker.close_op(session, op)
+        ops.append(op)
+
+    assert tracker.late_op(session, "c0") is None
+    assert tracker.late_op(session, f"c{MAX_CLOSED}") is ops[-1]

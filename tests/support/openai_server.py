@@ -145,6 +145,16 @@ class ScriptedOpenAIServer:
     ) -> None:
         self.stop()
 
+    def record_request(self, body: dict[str, Any]) -> None:
+        """Keep a request body (thread-safe: the server answers from several threads)."""
+        with self._lock:
+            self.requests.append(body)
+
+    def record_error(self, message: str) -> None:
+        """Keep a problem met while answering (the harness only sees an HTTP error)."""
+        with self._lock:
+            self.errors.append(message)
+
     # --- scripting ---
 
     def reply_for(self, body: Mapping[str, Any]) -> Reply:
@@ -231,16 +241,14 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as error:
             self._json(400, {"error": {"message": f"invalid JSON: {error}"}})
             return
-        with scripted._lock:
-            scripted.requests.append(body)
+        scripted.record_request(body)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         try:
             reply = scripted.reply_for(body)
         except ScriptError as error:
-            with scripted._lock:
-                scripted.errors.append(str(error))
+            scripted.record_error(str(error))
             self._json(500, {"error": {"message": str(error)}})
             return
         chunks = list(scripted.chunks(reply))

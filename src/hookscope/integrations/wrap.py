@@ -82,7 +82,8 @@ def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         coroutine.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        value: T = done.value
+        return value
     timed = _timed_hook_tasks(coroutine)
     coroutine.close()
     if timed is None:
@@ -376,4 +377,5 @@ def wrap_agent(
             f"wrap_agent: {type(agent).__name__} has no {wanted} method; name the method that "
             "takes a prompt: wrap_agent(agent, runner, method='ask')"
         )
-    return _AgentProxy(agent, runner, found, agent_name or type(agent).__name__)  # type: ignore[return-value]
+    # The proxy passes every attribute through, so it stands for the agent's own type.
+    return cast(A, _AgentProxy(agent, runner, found, agent_name or type(agent).__name__))

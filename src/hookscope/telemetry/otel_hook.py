@@ -53,11 +53,15 @@ from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instrumen
 from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
 from hookscope.telemetry.redaction import Redactor
 
-__all__ = ["LAYOUT_ENV", "OTelHook", "TraceLayout"]
+__all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
 
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
+#: A session context holding ``True`` under this key nests under the span current when it starts.
+NEST_SESSION_KEY: Final = "hookscope.nest_session"
+#: A turn context holding ``(agent name, conversation id)`` under this key is a subagent's run.
+SUBAGENT_KEY: Final = "hookscope.subagent"
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
 
@@ -189,10 +193,13 @@ class OTelHook(EventHandlers, DispatchObserver):
         agent = context.agent_name or self.agent_name
         session_id = context.session_id
         ambient = trace.get_current_span().get_span_context()
+        # A session run inside a traced request starts its own trace, linked to it, unless
+        # its adapter asks to nest it there (NEST_SESSION_KEY, e.g. an agent run in a tool).
+        nested = ambient.is_valid and context.get(NEST_SESSION_KEY) is True
         start_ns = time_ns()
         span = self._tracer.start_span(
             sc.SPAN_SESSION.format(agent),
-            context=_ROOT,
+            context=None if nested else _ROOT,
             kind=SpanKind.INTERNAL,
             attributes={
                 sc.SESSION_ID: session_id,
@@ -200,8 +207,7 @@ class OTelHook(EventHandlers, DispatchObserver):
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
             },
-            # A session run inside a traced request starts its own trace, linked to it.
-            links=[Link(ambient)] if ambient.is_valid else None,
+            links=[Link(ambient)] if ambient.is_valid and not nested else None,
             start_time=start_ns,
         )
         metric_agent = self.instruments.agent_name(agent)
@@ -239,15 +245,24 @@ class OTelHook(EventHandlers, DispatchObserver):
     def _open_turn(self, context: TurnContext) -> None:
         session: SessionRecord | None = context.get(self._session_key)
         agent = session.agent if session is not None else context.agent_name or self.agent_name
+        # A subagent's run (SUBAGENT_KEY: its name and conversation id) is an invoke_agent span
+        # under the span current when it starts: the tool call that delegated to it.
+        subagent: tuple[str, str] | None = context.get(SUBAGENT_KEY)
+        if subagent is not None:
+            agent = subagent[0]
         provider = session.provider if session is not None else None
-        own_trace = session is not None and self.trace_layout == "turn"
+        own_trace = session is not None and self.trace_layout == "turn" and subagent is None
         attributes: dict[str, Any] | None = None
-        if own_trace or records_below(session):  # built before the span, to start it with them
+        parent = session if subagent is None else None
+        if own_trace or records_below(parent):  # built before the span, to start it with them
             session_id = context.session_id
+            conversation = subagent[1] if subagent is not None else None
             attributes = {
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
                 sc.GEN_AI_AGENT_NAME: agent,
-                sc.GEN_AI_CONVERSATION_ID: context.session.conversation_id or session_id,
+                sc.GEN_AI_CONVERSATION_ID: conversation
+                or context.session.conversation_id
+                or session_id,
                 sc.SESSION_ID: session_id,
                 sc.TURN_INDEX: context.turn_index,
                 sc.OPENINFERENCE_SPAN_KIND: sc.KIND_AGENT,
@@ -266,11 +281,15 @@ class OTelHook(EventHandlers, DispatchObserver):
             )
         else:
             span, reused = self.child_span(
-                session, sc.SPAN_TURN, agent, start_ns, attributes=attributes
+                parent, sc.SPAN_TURN, agent, start_ns, attributes=attributes
             )
         if reused is None and context.prompt is not None and span.is_recording():
             self._messages.prompt(span, context.prompt)
-        metric_agent = session.metric_agent if session else self.instruments.agent_name(agent)
+        metric_agent = (
+            session.metric_agent
+            if session is not None and subagent is None
+            else self.instruments.agent_name(agent)
+        )
         self._open(
             context,
             self._turn_key,
@@ -283,6 +302,7 @@ class OTelHook(EventHandlers, DispatchObserver):
         self, context: TurnContext, record: TurnRecord, error: BaseException | None, end_ns: int
     ) -> None:
         agent = record.metric_agent
+        subagent = context.get(SUBAGENT_KEY) is not None
         outcome = context.outcome or ("failed" if error is not None else "completed")
         if record.chat is not None:  # a model call the agent never reported back
             self.end_chat(record, error, end_ns)
@@ -291,7 +311,7 @@ class OTelHook(EventHandlers, DispatchObserver):
             span = record.span
             span.set_attribute(sc.TURN_OUTCOME, outcome)
             conversation_id = context.session.conversation_id
-            if conversation_id is not None:  # learned while the turn ran (google-antigravity)
+            if conversation_id is not None and not subagent:  # learned while the turn ran
                 span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
             if error is None and outcome == "blocked":
                 span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
@@ -301,7 +321,7 @@ class OTelHook(EventHandlers, DispatchObserver):
         instruments.turn_duration.record(
             record.seconds(end_ns), (agent, outcome, guarded), record.context
         )
-        if record.session is not None:
+        if record.session is not None and not subagent:  # a subagent's run is no session turn
             record.session.turns += 1
 
     def _open_operation(self, context: OperationContext) -> None:

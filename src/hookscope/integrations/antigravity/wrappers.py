@@ -9,12 +9,14 @@ Where each lifecycle point is observed (read with the SDK's source at hand):
 * session: ``Agent.__aenter__`` / ``__aexit__``; the SDK objects created while entering (hook
   runner, connection, event processor, hook router) are bound to the session by identity.
 * turn: starts at ``LocalConnection.send``; ends when ``process_event`` sees the main
-  trajectory reach fully idle (completed, or failed when it carries an error) or cancelled
-  (blocked when ``pre_turn`` denied it). ``Agent.chat()`` returns before that: it is no end.
+  trajectory reach fully idle (completed, failed when it carries an error, cancelled after
+  ``LocalConnection.cancel``) or cancelled (blocked when ``pre_turn`` denied it); or when the
+  session ends first (cancelled when the caller's task was cancelled or timed out, else
+  failed). ``Agent.chat()`` returns before that: it is no end.
 * tool calls: ``_emit_step`` (every step update: tool steps, harness denials, final answers),
   ``_execute_client_tool`` (Python tools; the ToolResult it returns carries the real
   exception), the policy-decision handler (rules with ``when`` or ask-user), and the hook
-  router (see ``_antigravity_router``).
+  router (see ``hook_router``).
 * SDK hooks: ``HookRunner.register_hook`` registers a transparent proxy of each hook, which
   reports the hook's duration and result to the dispatch running in its task.
 """
@@ -28,23 +30,20 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import Any, Final
 
-from google.antigravity import types as ag_types  # type: ignore[import-untyped]
-from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
+from google.antigravity import types as ag_types
+from google.antigravity.proto import localharness_pb2 as pb2
 
-from hookscope.context import SessionContext
+from hookscope.context import SessionContext, TurnOutcome
 from hookscope.hooks import HookEvent
-from hookscope.integrations import _antigravity_sdk as sdk
-from hookscope.integrations._antigravity_dispatch import Dispatch
-from hookscope.integrations._antigravity_router import HANDLERS, router_wrapper
-from hookscope.integrations._antigravity_state import (
-    HARNESS_POLICY,
-    POLICY_HOOK,
-    OpState,
-    SessionState,
-    Tracker,
-)
-from hookscope.policy import Decision, PolicyDecision
-from hookscope.types import HookResult, Question, ToolCall, Usage
+from hookscope.integrations.antigravity import sdk_values as sdk
+from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
+from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
+from hookscope.integrations.antigravity.operations import OpState, StepKey, ends_by_cancellation
+from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
+from hookscope.integrations.antigravity.reporting import Dispatch
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.integrations.antigravity.subagents import subagent_state
+from hookscope.types import Question, ToolCall, Usage
 
 __all__ = ["Adapter", "Wrapper"]
 
@@ -58,6 +57,10 @@ Kwargs = dict[str, Any]
 #: The session whose SDK objects are being created (set while ``Agent.__aenter__`` runs).
 _BINDING: Final[ContextVar[SessionState | None]] = ContextVar(
     "hookscope_antigravity_binding", default=None
+)
+#: The trajectory of the tool call the harness asked this task to run.
+_TOOL_TRAJECTORY: Final[ContextVar[str | None]] = ContextVar(
+    "hookscope_antigravity_tool_trajectory", default=None
 )
 #: The policy-decision request being handled in this task.
 _POLICY_REQUEST: Final[ContextVar[Any]] = ContextVar(
@@ -85,21 +88,25 @@ class Adapter:
     def __init__(self, tracker: Tracker) -> None:
         self.tracker = tracker
         self._bound: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        self._configs: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._failed: set[str] = set()
 
     def targets(self) -> list[tuple[str, str, Wrapper]]:
         """``(module, "Class.method", wrapper)`` for every function to wrap."""
         base, harness = "BaseLocalEventProcessor", "LocalHarnessEventProcessor"
         return [
+            (_AGENT, "Agent.__init__", self._agent_init),
             (_AGENT, "Agent.__aenter__", self._agent_enter),
             (_AGENT, "Agent.__aexit__", self._agent_exit),
             (_RUNNER, "HookRunner.__init__", self._bind_runner),
             (_RUNNER, "HookRunner.register_hook", self._register_hook),
             (_CONNECTION, "LocalConnection.__init__", self._bind),
             (_CONNECTION, "LocalConnection.send", self._send),
+            (_CONNECTION, "LocalConnection.cancel", self._cancel),
             (_PROCESSOR, f"{base}.__init__", self._bind_processor),
             (_PROCESSOR, f"{base}._emit_step", self._emit_step),
             (_PROCESSOR, f"{base}._execute_client_tool", self._execute_tool),
+            (_PROCESSOR, f"{harness}.handle_tool_call", self._handle_tool_call),
             (_PROCESSOR, f"{base}._evaluate_dynamic_policy", self._evaluate_policy),
             (_PROCESSOR, f"{base}._dispatch_question_interaction", self._interaction),
             (_PROCESSOR, f"{harness}.process_event", self._process_event),
@@ -132,6 +139,14 @@ class Adapter:
 
     # --- sessions and binding ---
 
+    def _agent_init(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        result = wrapped(*args, **kwargs)
+        # The config as given (the constructor's public argument), for the session's rules.
+        config = args[0] if args else kwargs.get("config")
+        if config is not None and self.tracker.active:
+            self._configs[instance] = config
+        return result
+
     async def _agent_enter(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         if not self.tracker.active or self.session(instance) is not None:
             return await wrapped(*args, **kwargs)
@@ -150,10 +165,11 @@ class Adapter:
         return result
 
     def _open_session(self, agent: Any) -> SessionState:
-        config = getattr(agent, "_config", None)
+        config = self._configs.get(agent)
         session = self.tracker.open_session(
             getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
         )
+        session.subagent_names = sdk.subagent_names(config)
         self._bound[agent] = session
         return session
 
@@ -184,7 +200,7 @@ class Adapter:
             runner = weakref.ref(instance)
 
             def has_hooks(event: HookEvent) -> bool:
-                live, attribute = runner(), sdk.RUNNER_LISTS.get(event)
+                live, attribute = runner(), RUNNER_LISTS.get(event)
                 return bool(live is not None and attribute and getattr(live, attribute, ()))
 
             session.has_hooks = has_hooks
@@ -201,11 +217,13 @@ class Adapter:
                 return sdk.usage_of(live.cumulative_usage) if live is not None else None
 
             session.usage = usage
+            # The rules Python evaluates, by the id the harness's requests name them with.
+            session.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
         return result
 
     def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         if args and self.tracker.active:
-            args = (sdk.proxy(args[0]), *args[1:])
+            args = (proxy(args[0]), *args[1:])
         return wrapped(*args, **kwargs)
 
     # --- turns ---
@@ -221,8 +239,15 @@ class Adapter:
             self.guard(self._turn_failed, session, error)
             raise
 
+    async def _cancel(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        session = self.session(instance)
+        if session is not None and session.turn is not None:
+            session.turn.cancel_requested = True
+        return await wrapped(*args, **kwargs)
+
     def _turn_failed(self, session: SessionState, error: BaseException) -> None:
-        self.tracker.end_turn(session, error=error, outcome="failed")
+        outcome: TurnOutcome = "cancelled" if ends_by_cancellation(error) else "failed"
+        self.tracker.end_turn(session, error=error, outcome=outcome)
 
     async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
@@ -233,8 +258,9 @@ class Adapter:
 
     def _trajectory(self, session: SessionState, processor: Any, update: Any) -> None:
         main = processor.main_trajectory_id
-        if main and update.trajectory_id != main:
-            return  # a subagent's trajectory: its steps belong to the turn, its state does not
+        if update.parent_trajectory_id or (main and update.trajectory_id != main):
+            subagent_state(self.tracker, session, update)  # the SDK itself ignores these
+            return
         tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
             context = session.scope.context
@@ -243,19 +269,25 @@ class Adapter:
                 context.conversation_id = update.trajectory_id or None
             tracker.current_turn(session)
         elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            turn = session.turn
             if update.HasField("error"):
                 error = ag_types.AntigravityExecutionError(update.error)
                 tracker.end_turn(session, error=error, outcome="failed")
+            elif turn is not None and turn.cancel_requested:
+                # After conversation.cancel() the harness reports plain idle; the caller gets
+                # AntigravityCancelledError, and so does the turn.
+                cancelled = ag_types.AntigravityCancelledError()
+                tracker.end_turn(session, error=cancelled, outcome="cancelled")
             else:
                 tracker.end_turn(session)
         elif update.state == _TRAJECTORY.STATE_CANCELLED:
             turn = session.turn
             if turn is not None and turn.blocked:
                 tracker.end_turn(session, outcome="blocked")
-            else:
+            else:  # the SDK's own conversation.cancel(), or the harness halting the turn
                 message = update.error if update.HasField("error") else "turn cancelled"
                 cancelled = ag_types.AntigravityCancelledError(message)
-                tracker.end_turn(session, error=cancelled, outcome="failed")
+                tracker.end_turn(session, error=cancelled, outcome="cancelled")
 
     # --- steps ---
 
@@ -266,7 +298,7 @@ class Adapter:
         return await wrapped(*args, **kwargs)
 
     def _step(self, session: SessionState, step: Any) -> None:
-        tracker, status = self.tracker, step.status
+        status = step.status
         turn = session.turn
         if turn is not None and step.is_complete_response and not step.parent_trajectory_id:
             turn.response_text = step.content
@@ -277,42 +309,52 @@ class Adapter:
         step_key = (step.trajectory_id, step.step_index)
         if not step.tool_calls:
             if status == _StepStatus.ERROR and sdk.is_denial(step):
-                # A call denied inside the harness: its step names no tool and no call id.
-                message = sdk.denial_message(step)
-                denied = session.ops_by_step.get(step_key) or tracker.op(
-                    session, step_key=step_key, call=sdk.denied_call(session, message)
-                )
-                self._harness_denied(session, denied, message)
-                tracker.close_op(session, denied)
+                self._denial_step(session, step_key, sdk.denial_message(step))
             return
+        self._tool_step(session, step_key, step)
+
+    def _tool_step(self, session: SessionState, step_key: StepKey, step: Any) -> None:
+        """A tool call's step update: running, done, failed, or denied by the harness."""
+        tracker, status = self.tracker, step.status
         tool_call = step.tool_calls[0]
         # A harness tool's step carries no call id: the SDK puts the step's id there.
         call_id = tool_call.id if tool_call.id and tool_call.id != step.id else None
         call = sdk.call_from_sdk(tool_call, call_id)
-        op = tracker.op(session, call_id=call_id, step_key=step_key, call=call)
+        op = tracker.op_for_step(session, step_key, call)
+        if op.closed:
+            return  # a repeated update of a step already finished
         if status == _StepStatus.ACTIVE:
             tracker.allowed(op)
         elif status == _StepStatus.DONE:
-            tracker.tool_returned(op, None, hooks_pending=False)
-            tracker.close_op(session, op)
+            # A harness tool ran outside Python; the SDK's post-call hooks may report later.
+            tracker.tool_returned(op, None, hooks_pending=session.has_hooks("post_tool_call"))
+            tracker.step_finished(session, op)
         elif status == _StepStatus.ERROR:
             if not op.decided and sdk.is_denial(step):
                 self._harness_denied(session, op, sdk.denial_message(step))
             else:
-                tracker.tool_failed(op, sdk.tool_error(step.error, call.name), hooks_pending=False)
-            tracker.close_op(session, op)
+                error = sdk.tool_error(step.error, call.name)
+                tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+            tracker.step_finished(session, op)
+
+    def _denial_step(self, session: SessionState, step_key: StepKey, message: str) -> None:
+        """A denied call's step, which names no tool and no call id (module docs of operations).
+
+        It reports a call Python already saw denied (a ``when`` rule, ask-user, a decide
+        hook) or, when there is none, a call a static rule denied inside the harness.
+        """
+        op, new = self.tracker.op_for_denial_step(
+            session, step_key, message, lambda: sdk.denied_call(session, message)
+        )
+        if new or not op.decided:
+            self._harness_denied(session, op, message)
+        self.tracker.step_finished(session, op)
 
     def _harness_denied(self, session: SessionState, op: OpState, message: str) -> None:
         """A denial by a static rule, which the harness names by its name or its reason."""
         if op.decided:
             return
-        rule = sdk.static_rule(session, message)
-        if rule is None:
-            decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
-        else:
-            decision = PolicyDecision(rule.decision, "denied", rule.name, rule.bucket, message)
-        result = HookResult(allow=False, message=message, decision=decision)
-        self.tracker.deny(op, result, HARNESS_POLICY)
+        self.tracker.deny(op, sdk.harness_denial(session, message), HARNESS_POLICY)
 
     def _compacted(self, session: SessionState, step: Any) -> None:
         key = (step.trajectory_id, step.step_index)
@@ -338,9 +380,19 @@ class Adapter:
         self.guard(self._tool_result, session, op, result)
         return result
 
+    async def _handle_tool_call(
+        self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs
+    ) -> Any:
+        # The harness's tool-call event names its trajectory; the SDK's ToolCall does not.
+        token = _TOOL_TRAJECTORY.set(getattr(args[0], "trajectory_id", None) if args else None)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _TOOL_TRAJECTORY.reset(token)
+
     def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
-        call_id = tool_call.id or None
-        op = self.tracker.op(session, call_id=call_id, call=sdk.call_from_sdk(tool_call, call_id))
+        call = sdk.call_from_sdk(tool_call, tool_call.id or None)
+        op = self.tracker.op_for_request(session, _TOOL_TRAJECTORY.get() or None, call)
         self.tracker.tool_started(op)
         return op
 
@@ -367,11 +419,13 @@ class Adapter:
         self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs
     ) -> Any:
         session, request = self.session(instance), _POLICY_REQUEST.get()
-        op = self.guard(self._policy_op, session, request) if session and request else None
+        if session is None or request is None:
+            return await wrapped(*args, **kwargs)
+        op = self.guard(self._policy_op, session, request)
         if op is None:
             return await wrapped(*args, **kwargs)
-        rule_id = args[0] if args else kwargs.get("rule_id")
-        policy = getattr(instance, "_dynamic_policy_map", {}).get(rule_id)
+        rule_id = str(args[0] if args else kwargs.get("rule_id", ""))
+        policy = session.dynamic_policies.get(rule_id)
         started = perf_counter()
         with op.scope.current():  # predicates and ask-user handlers run under the call's span
             outcome = await wrapped(*args, **kwargs)
@@ -386,33 +440,18 @@ class Adapter:
             args.call_id,
             args.server_name or None,
         )
-        step_key = sdk.hook_step(args.trajectory_id, args.step_index)
-        return self.tracker.op(session, call_id=args.call_id or None, step_key=step_key, call=call)
+        return self.tracker.op_for_request(session, args.trajectory_id or None, call)
 
     def _policy_decided(self, op: OpState, policy: Any, outcome: Any, duration: float) -> None:
         """Report one rule's evaluation as a run of the ``antigravity.policy`` hook."""
         if op.decided or op.pre is None:
             return
         verdict, deny_reason = outcome
-        name = _OUTCOME_NAME(verdict)
-        if name.endswith("NO_MATCH") or policy is None:
-            op.pre.hook_finished(POLICY_HOOK, None, None, duration)
-            return
-        rule = sdk.rule_of(policy)
-        allowed = name.endswith("ALLOW")
-        asked = policy.ask_user is not None
-        decision = PolicyDecision(
-            rule.decision,
-            "allowed" if allowed else "denied",
-            rule.name,
-            rule.bucket,
-            deny_reason or f"rule {rule.name!r} matched",
-            asked_user=asked,
-            user_approved=allowed if asked else None,
-        )
-        result = HookResult(allow=allowed, message=deny_reason, decision=decision)
+        result = sdk.policy_result(policy, _OUTCOME_NAME(verdict), deny_reason)
         op.pre.hook_finished(POLICY_HOOK, result, None, duration)
-        if allowed:
+        if result is None:
+            return  # the rule did not match
+        if result.allow:
             op.allow = result
         else:
             self.tracker.deny(op, result, POLICY_HOOK)

@@ -1,4 +1,4 @@
-"""google-antigravity 0.1.x values as hookscope values, and the proxy that times SDK hooks.
+"""google-antigravity 0.1.x values as hookscope values: tool calls, usage, answers, rules.
 
 Imported only when instrumenting (it imports the SDK). Nothing here keeps state.
 """
@@ -7,65 +7,47 @@ from __future__ import annotations
 
 import json
 import re
-from time import perf_counter
 from typing import Any, Final
 
-import wrapt
-from google.antigravity import types as ag_types  # type: ignore[import-untyped]
-from google.antigravity.connections.local.local_connection_config import (  # type: ignore[import-untyped]
+from google.antigravity import types as ag_types
+from google.antigravity.connections.local.local_connection_config import (
     PROTO_FIELD_TO_SDK_NAME,
 )
-from google.antigravity.hooks import hooks as ag_hooks  # type: ignore[import-untyped]
 from google.antigravity.hooks import policy as ag_policy
 
 from hookscope._rules import PolicyError, parse_target
-from hookscope.hooks import HookEvent
-from hookscope.integrations._antigravity_dispatch import DISPATCH
-from hookscope.integrations._antigravity_state import UNKNOWN_TOOL, RuleInfo, SessionState
-from hookscope.policy import _DECISION_RANK, Decision
-from hookscope.types import Answer, HookResult, Recovery, ToolCall, Usage
+from hookscope.integrations.antigravity.policy_rules import UNKNOWN_TOOL, RuleInfo
+from hookscope.integrations.antigravity.sessions import SessionState
+from hookscope.types import Answer, Decision, HookResult, PolicyDecision, ToolCall, Usage
 
 __all__ = [
-    "RUNNER_LISTS",
-    "HookProxy",
     "answers_of",
     "call_from_sdk",
     "denial_message",
     "denied_call",
-    "hook_name",
-    "hook_step",
+    "harness_denial",
     "is_denial",
     "json_args",
     "model_of",
-    "proxy",
+    "policy_result",
     "rule_of",
     "rules_of",
     "static_rule",
+    "subagent_names",
     "tool_error",
     "tool_name",
     "usage_of",
 ]
 
-# SDK hook class → the hookscope event it serves, and the runner property listing its hooks.
-_HOOK_CLASSES: Final[tuple[tuple[type, HookEvent, str], ...]] = (
-    (ag_hooks.OnSessionStartHook, "on_session_start", "on_session_start_hooks"),
-    (ag_hooks.OnSessionEndHook, "on_session_end", "on_session_end_hooks"),
-    (ag_hooks.PreTurnHook, "pre_turn", "pre_turn_hooks"),
-    (ag_hooks.PostTurnHook, "post_turn", "post_turn_hooks"),
-    (ag_hooks.PreToolCallDecideHook, "pre_tool_call", "pre_tool_call_decide_hooks"),
-    (ag_hooks.PostToolCallHook, "post_tool_call", "post_tool_call_hooks"),
-    (ag_hooks.OnToolErrorHook, "on_tool_error", "on_tool_error_hooks"),
-    (ag_hooks.OnInteractionHook, "on_interaction", "on_interaction_hooks"),
-    (ag_hooks.OnCompactionHook, "on_compaction", "on_compaction_hooks"),
-)
-#: The SDK HookRunner property that lists the hooks of each event.
-RUNNER_LISTS: Final[dict[HookEvent, str]] = {event: attr for _, event, attr in _HOOK_CLASSES}
 
 _SDK_DECISIONS: Final = {
     ag_policy.Decision.APPROVE: Decision.ALLOW,
     ag_policy.Decision.DENY: Decision.DENY,
     ag_policy.Decision.ASK_USER: Decision.ASK_USER,
 }
+
+# Within a target tier, deny before ask-user before allow: DESIGN §4's nine buckets.
+_DECISION_RANK: Final = {Decision.DENY: 0, Decision.ASK_USER: 1, Decision.ALLOW: 2}
 
 # The harness reports a denied call as a step in an error state. Its text says a pre-tool check
 # denied it; a static rule without a reason is named in the message (`Denied by policy "x".`),
@@ -100,6 +82,12 @@ def call_from_sdk(tool_call: Any, call_id: str | None) -> ToolCall:
     )
 
 
+def subagent_names(config: Any) -> tuple[str, ...]:
+    """The names of the subagents an agent config defines."""
+    found = getattr(config, "subagents", None) or ()
+    return tuple(n for s in found if isinstance(n := getattr(s, "name", None), str) and n)
+
+
 def usage_of(metadata: Any) -> Usage:
     """An SDK ``UsageMetadata`` as hookscope :class:`Usage`."""
     return Usage(
@@ -115,15 +103,6 @@ def model_of(config: Any) -> str | None:
         return model
     name = getattr(model, "name", None)
     return name if isinstance(name, str) and name else None
-
-
-def hook_step(trajectory_id: str, step_index: int) -> tuple[str, int] | None:
-    """The step-update key of a call that a hook or policy request numbers ``step_index``."""
-    # Hook and policy requests number a call's step one higher than its step updates do
-    # (observed with the 0.1.22 harness: a call in step update 1 arrives as step_index 2).
-    if not trajectory_id or step_index <= 0:
-        return None
-    return (trajectory_id, step_index - 1)
 
 
 def answers_of(result: Any) -> list[Answer] | None:
@@ -199,6 +178,39 @@ def _deny_rules(session: SessionState, message: str) -> list[RuleInfo]:
     ]
 
 
+def harness_denial(session: SessionState, message: str) -> HookResult:
+    """A denial by a static rule, which the harness names by its name or its reason."""
+    rule = static_rule(session, message)
+    if rule is None:
+        decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
+    else:
+        decision = PolicyDecision(rule.decision, "denied", rule.name, rule.bucket, message)
+    return HookResult(allow=False, message=message, decision=decision)
+
+
+def policy_result(policy: Any, outcome: str, deny_reason: str) -> HookResult | None:
+    """One Python-evaluated rule's outcome (``POLICY_EVALUATION_OUTCOME_*``) as a hook result.
+
+    ``None`` when the rule did not match (or is unknown); ask-user rules say whether the user
+    approved.
+    """
+    if outcome.endswith("NO_MATCH") or policy is None:
+        return None
+    rule = rule_of(policy)
+    allowed = outcome.endswith("ALLOW")
+    asked = policy.ask_user is not None
+    decision = PolicyDecision(
+        rule.decision,
+        "allowed" if allowed else "denied",
+        rule.name,
+        rule.bucket,
+        deny_reason or f"rule {rule.name!r} matched",
+        asked_user=asked,
+        user_approved=allowed if asked else None,
+    )
+    return HookResult(allow=allowed, message=deny_reason, decision=decision)
+
+
 def static_rule(session: SessionState, message: str) -> RuleInfo | None:
     """The static rule a harness denial names (by name, or by its reason)."""
     rules = _deny_rules(session, message)
@@ -221,75 +233,6 @@ def denied_call(session: SessionState, message: str) -> ToolCall:
     if name == "*":
         return ToolCall(UNKNOWN_TOOL, server=server)
     return ToolCall(tool_name(name), server=server or None)
-
-
-# --- hooks -------------------------------------------------------------------------------
-
-
-def hook_name(hook: Any) -> str:
-    """A registered SDK hook's name: its ``name``, function name or class name."""
-    for attribute in ("name", "__name__"):
-        value = getattr(hook, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(hook).__name__
-
-
-def _hook_result(event: HookEvent, result: Any) -> Any:
-    """An SDK hook's return value as the hookscope value of the same meaning."""
-    if result is None:
-        return None
-    if event in ("pre_turn", "pre_tool_call"):
-        return HookResult(
-            allow=bool(getattr(result, "allow", True)),
-            message=str(getattr(result, "message", "") or ""),
-            modified_args=getattr(result, "modified_args", None),
-        )
-    if event == "on_tool_error":
-        return Recovery(result)
-    if event == "on_interaction":
-        return answers_of(result)
-    return None
-
-
-class HookProxy(wrapt.ObjectProxy[Any]):
-    """A registered SDK hook, unchanged, that reports each run to the current dispatch.
-
-    ``isinstance`` checks, attributes and equality all pass through to the hook, so the SDK
-    registers and calls it exactly as it would the hook itself.
-    """
-
-    def __init__(self, hook: Any, events: frozenset[HookEvent]) -> None:
-        super().__init__(hook)
-        self._self_events = events
-        self._self_hook_name = hook_name(hook)
-
-    async def run(self, context: Any, data: Any) -> Any:
-        """Run the hook; report its duration and result (or failure) to the dispatch."""
-        dispatch = DISPATCH.get()
-        if dispatch is None or dispatch.event not in self._self_events:
-            return await self.__wrapped__.run(context, data)
-        started = perf_counter()
-        try:
-            result = await self.__wrapped__.run(context, data)
-        except Exception as error:
-            dispatch.hook_finished(self._self_hook_name, None, error, perf_counter() - started)
-            raise
-        duration = perf_counter() - started
-        try:
-            converted = _hook_result(dispatch.event, result)
-        except Exception:  # an odd return value: report the run without its result
-            converted = None
-        dispatch.hook_finished(self._self_hook_name, converted, None, duration)
-        return result
-
-
-def proxy(hook: Any) -> Any:
-    """``hook`` behind a :class:`HookProxy` when it serves a hookscope event, else itself."""
-    if isinstance(hook, HookProxy):
-        return hook
-    events = frozenset(event for cls, event, _ in _HOOK_CLASSES if isinstance(hook, cls))
-    return HookProxy(hook, events) if events else hook
 
 
 def tool_error(message: str, tool: str) -> BaseException:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from google.antigravity import types as ag_types  # type: ignore[import-untyped]
-from google.antigravity.hooks import hooks as ag_hooks  # type: ignore[import-untyped]
+from google.antigravity import types as ag_types
+from google.antigravity.hooks import hooks as ag_hooks
 
-from hookscope.integrations._antigravity_state import SessionState, Tracker
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker
 from hookscope.types import ToolCall
 
 __all__ = ["plain_hooks"]
@@ -50,13 +50,13 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
     """SDK hook objects reporting session, turn and finished tool-call events to ``tracker``."""
     sessions = _Sessions(tracker)
 
-    class SessionStart(ag_hooks.OnSessionStartHook):  # type: ignore[misc]
+    class SessionStart(ag_hooks.OnSessionStartHook):
         name = "hookscope.session_start"
 
         async def run(self, context: Any, data: None) -> None:
             sessions.of(context)
 
-    class SessionEnd(ag_hooks.OnSessionEndHook):  # type: ignore[misc]
+    class SessionEnd(ag_hooks.OnSessionEndHook):
         name = "hookscope.session_end"
 
         async def run(self, context: Any, data: None) -> None:
@@ -64,14 +64,14 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
             if session is not None:
                 tracker.close_session(session, None)
 
-    class PreTurn(ag_hooks.PreTurnHook):  # type: ignore[misc]
+    class PreTurn(ag_hooks.PreTurnHook):
         name = "hookscope.pre_turn"
 
         async def run(self, context: Any, data: Any) -> Any:
             tracker.start_turn(sessions.of(context), data)
             return ag_types.HookResult(allow=True)
 
-    class PostTurn(ag_hooks.PostTurnHook):  # type: ignore[misc]
+    class PostTurn(ag_hooks.PostTurnHook):
         name = "hookscope.post_turn"
 
         async def run(self, context: Any, data: str) -> None:
@@ -81,12 +81,12 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
                 tracker.post_turn(session, turn, data).finish(None)
                 tracker.end_turn(session)
 
-    class PostToolCall(ag_hooks.PostToolCallHook):  # type: ignore[misc]
+    class PostToolCall(ag_hooks.PostToolCallHook):
         name = "hookscope.post_tool_call"
 
         async def run(self, context: Any, data: Any) -> None:
             session = sessions.of(context)
-            op = tracker.op(session, call_id=data.id or None, call=_call(data))
+            op = tracker.op_for_request(session, None, _call(data))
             if data.error:
                 error = ag_types.ToolExecutionError(data.error, op.call.name)
                 tracker.tool_failed(op, error, hooks_pending=False)
@@ -94,14 +94,14 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
                 tracker.tool_returned(op, data.result, hooks_pending=False)
             tracker.close_op(session, op)
 
-    class OnToolError(ag_hooks.OnToolErrorHook):  # type: ignore[misc]
+    class OnToolError(ag_hooks.OnToolErrorHook):
         name = "hookscope.on_tool_error"
 
         async def run(self, context: Any, data: Exception) -> None:
             session = sessions.of(context)
             call_id = getattr(data, "call_id", None)
             name = str(getattr(data, "tool_name", "") or "")
-            op = tracker.op(session, call_id=call_id, call=ToolCall(name, {}, call_id or ""))
+            op = tracker.op_for_request(session, None, ToolCall(name, {}, call_id or ""))
             tracker.tool_failed(op, data, hooks_pending=False)
             tracker.close_op(session, op)
             return None

@@ -3,15 +3,17 @@
 The google-antigravity SDK reports a session's life piecemeal, from several tasks: prompts from
 the caller's task; tool calls, hook callbacks and policy questions from tasks spawned by the
 connection's reader task; turn ends from the reader itself. :class:`Tracker` turns those
-reports into the observer protocol (:class:`~hookscope.runner.DispatchObserver`) with
-hookscope's own :class:`SessionContext`, :class:`TurnContext` and :class:`OperationContext`, so
+reports into scopes and dispatches with hookscope's own :class:`SessionContext`,
+:class:`TurnContext` and :class:`OperationContext`, told through the runner's one notifier, so
 OTelHook (or any observer) sees the calls a :class:`~hookscope.runner.HookRunner` would make.
+The runner's own scopes cannot serve here: they are ``async with`` blocks that run
+hookscope's hooks, while an SDK session opens and closes in different tasks and runs the SDK's
+hooks; what is kept here is what those blocks would keep on their stack.
 
 Nothing here knows the SDK's types; the adapter translates. Every scope is keyed by hookscope
 state, never by the SDK's context objects: the SDK hands hooks a fresh ``TurnContext`` when a
 StopHook is registered, and OpenAI-style tool-call ids repeat across sessions. A session holds
-its current turn; tool operations are found by (session, call id) or (session, trajectory,
-step index).
+its current turn; its tool operations are found by identity (:mod:`.operations`).
 """
 
 from __future__ import annotations
@@ -19,143 +21,66 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
-from hookscope._scopes import is_cancellation
-from hookscope.context import OperationContext, SessionContext, TurnContext
+from hookscope._notify import Notifier
+from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.hooks import HookEvent
-from hookscope.integrations._antigravity_dispatch import Dispatch, Notifier, Scope
-from hookscope.policy import Decision
-from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, ToolResult, Usage
+from hookscope.integrations.antigravity.operations import (
+    CallInterrupted,
+    OpIndex,
+    OpState,
+    StepKey,
+    TurnInterrupted,
+    ends_by_cancellation,
+)
+from hookscope.integrations.antigravity.policy_rules import RuleInfo
+from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.runner import HookRunner
+from hookscope.types import (
+    ChatResponse,
+    Decision,
+    HookResult,
+    Recovery,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
-__all__ = [
-    "HARNESS_POLICY",
-    "POLICY_HOOK",
-    "UNKNOWN_TOOL",
-    "CallInterrupted",
-    "OpState",
-    "RuleInfo",
-    "SessionState",
-    "Tracker",
-    "TurnInterrupted",
-    "TurnState",
-]
-
-#: Decided-by name for policy rules the SDK evaluates in Python (``when`` predicates, ask-user).
-POLICY_HOOK: Final = "antigravity.policy"
-#: Decided-by name for static policy rules the Go harness enforces without asking Python.
-HARNESS_POLICY: Final = "antigravity.harness"
-#: Tool name for a call the harness denied without saying which tool it was (wildcard rules).
-UNKNOWN_TOOL: Final = "_unknown"
+__all__ = ["SessionState", "Tracker", "TurnState"]
 
 _ALLOW: Final = HookResult()
-StepKey = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class RuleInfo:
-    """One configured policy rule, as the adapter needs it to name a decision.
-
-    Args:
-        name: The rule's name as the SDK and harness report it (``name or tool``).
-        target: ``tool``, ``server/tool``, ``server/*`` or ``*``.
-        decision: What the rule decides when it matches.
-        bucket: Its precedence bucket, 0 to 8 (hookscope's and the SDK's order); ``None``
-            for a target hookscope cannot read (the SDK accepts any string).
-        reason: The rule's deny reason, possibly empty.
-        dynamic: Whether Python evaluates it (a ``when`` predicate or ask-user).
-    """
-
-    name: str
-    target: str
-    decision: Decision
-    bucket: int | None
-    reason: str
-    dynamic: bool
-
-
-class TurnInterrupted(RuntimeError):
-    """Why a turn failed when its session ended before the agent finished the turn."""
-
-    def __init__(self) -> None:
-        super().__init__("the session ended before the turn did; read the whole response first")
-
-
-class CallInterrupted(RuntimeError):
-    """Why a tool call failed when its turn ended, without an error, before the call did."""
-
-    def __init__(self) -> None:
-        super().__init__("the turn ended before this tool call was decided or had run")
-
-
-@final
-class OpState:
-    """One tool call (or interaction) of a turn, open until its step is done."""
-
-    __slots__ = (
-        "allow",
-        "call",
-        "call_id",
-        "closed",
-        "denied",
-        "outcome",
-        "pre",
-        "run_started",
-        "scope",
-        "step_key",
-    )
-
-    def __init__(self, scope: Scope, call: ToolCall, pre: Dispatch | None) -> None:
-        self.scope = scope
-        self.call = call
-        #: ``pre_tool_call``: started when the call is first seen, finished when decided.
-        self.pre = pre
-        #: An allow that carries a policy decision, kept until the allow is final.
-        self.allow: HookResult = _ALLOW
-        #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
-        self.outcome: Dispatch | None = None
-        self.call_id: str | None = None
-        self.step_key: StepKey | None = None
-        self.run_started = 0.0
-        self.denied = False
-        self.closed = False
-
-    @property
-    def context(self) -> OperationContext:
-        """The operation's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
-
-    @property
-    def decided(self) -> bool:
-        """Whether ``pre_tool_call`` has finished (allowed, denied or abandoned)."""
-        return self.pre is None or self.pre.finished
-
-    @property
-    def in_flight(self) -> bool:
-        """Whether the call still awaits its decision or its tool's end."""
-        return not self.denied and self.outcome is None
 
 
 @final
 class TurnState:
     """One turn: from the prompt being sent to the trajectory going idle."""
 
-    __slots__ = ("blocked", "post_turn", "pre_turn", "response_text", "scope", "usage_start")
+    __slots__ = (
+        "blocked",
+        "cancel_requested",
+        "post_turn",
+        "pre_turn",
+        "response_text",
+        "scope",
+        "usage_start",
+    )
 
-    def __init__(self, scope: Scope, usage_start: Usage | None) -> None:
+    def __init__(self, scope: Scope[TurnContext], usage_start: Usage | None) -> None:
         self.scope = scope
         self.usage_start = usage_start
         self.pre_turn: Dispatch | None = None
         self.post_turn = False
         self.blocked = False
+        #: The SDK's ``cancel()`` was called: the harness then just goes idle.
+        self.cancel_requested = False
         self.response_text = ""
 
     @property
     def context(self) -> TurnContext:
         """The turn's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
+        return self.scope.context
 
 
 def _no_hooks(event: HookEvent) -> bool:
@@ -173,27 +98,33 @@ class SessionState:
     __slots__ = (
         "closed",
         "compactions",
+        "dynamic_policies",
         "end_reported",
         "has_hooks",
         "model",
         "ops",
-        "ops_by_call",
-        "ops_by_step",
         "rules",
         "scope",
         "start_reported",
+        "subagent_names",
+        "subagents",
         "turn",
         "usage",
     )
 
-    def __init__(self, scope: Scope, model: str | None, rules: Sequence[RuleInfo]) -> None:
+    def __init__(
+        self, scope: Scope[SessionContext], model: str | None, rules: Sequence[RuleInfo]
+    ) -> None:
         self.scope = scope
         self.model = model
         self.rules = tuple(rules)
+        #: The SDK's policies evaluated in Python, by rule id (``rule_0`` …).
+        self.dynamic_policies: dict[str, Any] = {}
+        #: Subagent runs in flight by trajectory (:mod:`.subagents`); the agent's subagents.
+        self.subagents: dict[str, TurnState] = {}
+        self.subagent_names: tuple[str, ...] = ()
         self.turn: TurnState | None = None
-        self.ops: dict[int, OpState] = {}
-        self.ops_by_call: dict[str, OpState] = {}
-        self.ops_by_step: dict[StepKey, OpState] = {}
+        self.ops = OpIndex()
         #: Whether the SDK has hooks for an event: then the harness calls back for it, and
         #: the dispatch is reported when those hooks run.
         self.has_hooks: Callable[[HookEvent], bool] = _no_hooks
@@ -208,7 +139,7 @@ class SessionState:
     @property
     def context(self) -> SessionContext:
         """The session's hookscope context."""
-        return self.scope.context  # type: ignore[return-value]
+        return self.scope.context
 
     def rules_named(self, name: str, decision: Decision) -> list[RuleInfo]:
         """Static (harness-enforced) rules called ``name`` that decide ``decision``."""
@@ -219,15 +150,24 @@ class Tracker:
     """Opens and closes hookscope scopes from SDK events and tells the observers.
 
     Args:
-        observers: DispatchObservers (OTelHook) to drive.
+        runner: The runner whose notifier tells the observers (OTelHook): scopes and
+            dispatches are reported through it, exactly as the runner reports its own.
         agent_name: The agent name every session reports.
+        nest_sessions: Whether a session that starts while a span is current (an agent run
+            inside a tool) is recorded under that span rather than in a trace of its own.
     """
 
-    def __init__(self, observers: Sequence[object], agent_name: str) -> None:
-        self.notify = Notifier(observers)
+    def __init__(self, runner: HookRunner, agent_name: str, *, nest_sessions: bool = False) -> None:
+        self.runner = runner
+        self.nest_sessions = nest_sessions
         self.agent_name = agent_name
         self.active = True
         self._sessions: dict[int, SessionState] = {}
+
+    @property
+    def notify(self) -> Notifier:
+        """The runner's notifier (replaced whenever the runner's observers change)."""
+        return self.runner.notifier
 
     # --- sessions ---
 
@@ -236,6 +176,11 @@ class Tracker:
     ) -> SessionState:
         """Open a session scope (in a copy of the caller's context: it may link to a span)."""
         context = SessionContext(session_id or os.urandom(16).hex(), self.agent_name)
+        if self.nest_sessions:
+            # Imported here: importing the integration must not load the OTel SDK.
+            from hookscope.telemetry.otel_hook import NEST_SESSION_KEY
+
+            context.set(NEST_SESSION_KEY, True)
         session = SessionState(
             Scope(context, contextvars.copy_context(), self.notify), model, rules
         )
@@ -256,14 +201,17 @@ class Tracker:
         self._sessions.pop(id(session), None)
         interruption = error or TurnInterrupted()
         if session.turn is not None:  # the session ended before the trajectory went idle
-            self.end_turn(session, error=interruption, outcome="failed")
-        for op in list(session.ops.values()):
+            # Cancelled by the caller's task being cancelled (a timeout included), or failed.
+            cancelled = error is not None and ends_by_cancellation(error)
+            outcome: TurnOutcome = "cancelled" if cancelled else "failed"
+            self.end_turn(session, error=interruption, outcome=outcome)
+        for op in list(session.ops.open.values()):
             self.close_op(session, op, interruption)
         context = session.context
         if error is None:
             context.outcome = "completed"
         else:
-            context.outcome = "cancelled" if is_cancellation(error) else "failed"
+            context.outcome = "cancelled" if ends_by_cancellation(error) else "failed"
         if not session.end_reported:
             session.end_reported = True
             Dispatch(self.notify, "on_session_end", context, None).finish(None)
@@ -316,9 +264,12 @@ class Tracker:
         session: SessionState,
         *,
         error: BaseException | None = None,
-        outcome: Literal["completed", "blocked", "failed"] | None = None,
+        outcome: TurnOutcome | None = None,
     ) -> None:
-        """Close the open turn: completed (with ``post_turn``), blocked or failed."""
+        """Close the open turn: completed (with ``post_turn``), blocked, failed or cancelled.
+
+        A turn ended by ``error`` (failed or cancelled) ends its calls in flight with it.
+        """
         turn = session.turn
         if turn is None:
             return
@@ -330,7 +281,9 @@ class Tracker:
                 turn.pre_turn.abandon()
         if outcome is None:
             outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
-        for op in list(session.ops.values()):
+        for trajectory in list(session.subagents):  # runs its turn started end with it
+            self.end_subagent(session, trajectory, error, outcome == "cancelled")
+        for op in list(session.ops.open.values()):
             if op.scope.context.parent is turn.context:
                 self.close_op(session, op, error)
         if outcome == "completed" and not turn.post_turn:
@@ -340,46 +293,88 @@ class Tracker:
 
     # --- tool operations ---
 
-    def op(
+    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> OpState:
+        # A subagent's call belongs to its run; any other to the current turn.
+        run = session.subagents.get(trajectory) if trajectory else None
+        turn = run if run is not None else self.current_turn(session)
+        context = OperationContext(turn.context, "tool", call, call.id)
+        op = OpState(Scope(context, contextvars.Context(), self.notify), call, None, trajectory)
+        op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
+        if call.id:
+            op.call_id = call.id
+        session.ops.add(op)
+        return op
+
+    def op_for_request(
+        self, session: SessionState, trajectory: str | None, call: ToolCall
+    ) -> OpState:
+        """The call a policy or hook request (or a Python tool run) is about.
+
+        Found by its call id, else it is the operation a step update opened for the same
+        trajectory and tool (which learns the call id now), else a new one.
+        """
+        ops = session.ops
+        op = ops.by_call(call.id, trajectory)
+        if op is None:
+            op = ops.unbound(trajectory, call, lacking="call")
+            if op is None:
+                return self._open_op(session, call, trajectory)
+            if call.id:
+                ops.bind_call(op, call.id)
+        if op.trajectory is None and trajectory:
+            op.trajectory = trajectory
+        return op
+
+    def late_op(self, session: SessionState, call_id: str | None) -> OpState | None:
+        """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
+        return session.ops.by_call(call_id) or session.ops.recently_closed(call_id=call_id)
+
+    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> OpState:
+        """The call a tool step update is about (open or recently closed), else a new one.
+
+        A Python tool's step carries the call id; a harness tool's does not, and is matched to
+        the request that named the same tool in the same trajectory.
+        """
+        ops = session.ops
+        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = ops.by_call(call.id, step_key[0]) or ops.unbound(step_key[0], call, lacking="step")
+        if op is None:
+            op = self._open_op(session, call, step_key[0])
+        ops.bind_step(op, step_key)
+        return op
+
+    def op_for_denial_step(
         self,
         session: SessionState,
-        *,
-        call_id: str | None = None,
-        step_key: StepKey | None = None,
-        call: ToolCall | None = None,
-    ) -> OpState:
-        """The open operation for ``call_id`` or ``step_key``; a new one when there is none.
+        step_key: StepKey,
+        message: str,
+        call: Callable[[], ToolCall],
+    ) -> tuple[OpState, bool]:
+        """The call a denial step (which names no tool) reports, and whether it is new.
 
-        Both keys are per session: OpenAI-style call ids repeat across sessions, and a key is
-        released when its operation closes, so a later call may reuse it.
+        A step already seen, or the call of its trajectory Python saw and no step claimed
+        (:meth:`OpIndex.denial_target`); else a call the harness denied before Python heard
+        of it (``call`` names it as far as the rule tells).
         """
-        op = session.ops_by_call.get(call_id) if call_id else None
-        if op is None and step_key is not None:
-            op = session.ops_by_step.get(step_key)
-            if op is not None and call_id and op.call_id not in (None, call_id):
-                op = None  # that step belongs to another call: do not merge the two
+        ops = session.ops
+        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
+        if op is not None:
+            return op, False
+        op = ops.denial_target(step_key[0], message)
+        new = op is None
         if op is None:
-            turn = self.current_turn(session)
-            call = call or ToolCall(UNKNOWN_TOOL)
-            if call_id and not call.id:
-                call = ToolCall(call.name, call.args, call_id, call.server)
-            context = OperationContext(turn.context, "tool", call, call.id)
-            op = OpState(Scope(context, contextvars.Context(), self.notify), call, None)
-            op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
-            session.ops[id(op)] = op
-        if call_id and op.call_id is None:
-            op.call_id = call_id
-            session.ops_by_call[call_id] = op
-        if step_key is not None and op.step_key is None:
-            op.step_key = step_key
-            session.ops_by_step[step_key] = op
-        return op
+            op = self._open_op(session, call(), step_key[0])
+        ops.bind_step(op, step_key)
+        return op, new
 
     def deny(self, op: OpState, result: HookResult, decided_by: str | None) -> None:
         """The call was denied (by a hook, a Python-evaluated rule or the harness)."""
         if op.decided:
             return
         op.denied = True
+        op.denial = result.message
         assert op.pre is not None
         op.pre.finish(result, decided_by, data=op.call)
 
@@ -392,7 +387,7 @@ class Tracker:
     def tool_started(self, op: OpState) -> None:
         """The tool is about to run in Python."""
         self.allowed(op)
-        op.run_started = perf_counter()
+        op.mark_started()
 
     def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
         """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
@@ -411,6 +406,7 @@ class Tracker:
         self.allowed(op)
         if op.closed or op.outcome is not None:
             return
+        op.failure = error  # until a hook recovers it, the call ends in this error
         op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
         if not hooks_pending:
             op.outcome.finish(None)
@@ -418,7 +414,24 @@ class Tracker:
     def recovered(self, op: OpState, value: str | None) -> None:
         """The SDK's error hooks ran: a non-empty string replaced the error for the model."""
         if op.outcome is not None and op.outcome.event == "on_tool_error":
+            if value:
+                op.failure = None
             op.outcome.finish(Recovery(value) if value else None)
+
+    def step_finished(self, session: SessionState, op: OpState) -> None:
+        """The harness reports the call's step done: close it, once its SDK hooks reported.
+
+        The harness may call the SDK's post-call or error hooks after the step update that
+        ends the call; the operation stays open for them (at the latest, until its turn ends).
+        """
+        op.step_done = True
+        if not op.hooks_pending:
+            self.close_op(session, op)
+
+    def hooks_reported(self, session: SessionState, op: OpState) -> None:
+        """The SDK's post-call or error hooks of ``op`` reported: close it if its step is done."""
+        if op.step_done:
+            self.close_op(session, op)
 
     def close_op(
         self, session: SessionState, op: OpState, interruption: BaseException | None = None
@@ -428,22 +441,39 @@ class Tracker:
         A call still in flight (undecided, or allowed but not yet returned) was interrupted:
         its scope ends with ``interruption`` (the turn's or session's error; a
         :class:`CallInterrupted` when there is none), and an undecided ``pre_tool_call`` is
-        abandoned, never finished as an allow. A call that ran or was denied ends normally.
+        abandoned, never finished as an allow. A call whose tool failed, unrecovered, ends
+        with the tool's error (as a raising tool ends a runner's scope); a call that ran or
+        was denied ends normally.
         """
         if op.closed:
             return
         op.closed = True
-        error = (interruption or CallInterrupted()) if op.in_flight else None
+        error = (interruption or CallInterrupted()) if op.in_flight else op.failure
         if op.pre is not None and not op.pre.finished:
             op.pre.abandon()
         if op.outcome is not None:  # the tool ran; the SDK's hooks never reported back
             op.outcome.finish(None)
-        session.ops.pop(id(op), None)
-        if op.call_id is not None and session.ops_by_call.get(op.call_id) is op:
-            del session.ops_by_call[op.call_id]
-        if op.step_key is not None and session.ops_by_step.get(op.step_key) is op:
-            del session.ops_by_step[op.step_key]
+        session.ops.close(op)
         op.scope.end(self.notify, error)
+
+    def end_subagent(
+        self,
+        session: SessionState,
+        trajectory: str,
+        error: BaseException | None = None,
+        cancelled: bool = False,
+    ) -> None:
+        """Close the run of the subagent in ``trajectory``; its calls still open end with it."""
+        run = session.subagents.pop(trajectory, None)
+        if run is None:
+            return
+        for op in list(session.ops.open.values()):
+            if op.context.parent is run.context:
+                self.close_op(session, op, error)
+        run.context.outcome = (
+            "completed" if error is None else "cancelled" if cancelled else "failed"
+        )
+        run.scope.end(self.notify, error)
 
     def interaction(self, session: SessionState) -> OpState:
         """Open an interaction operation (a question to the user) in the current turn."""

@@ -1,54 +1,51 @@
-"""hookscope for google-antigravity: traces, policy decisions and recoveries of real agents.
+"""The instrumentor (``opentelemetry-instrument`` entry point ``antigravity``) and plain hooks.
 
-Two ways in:
-
-* :class:`AntigravityInstrumentor` (recommended) wraps the SDK with ``wrapt`` and observes
-  it; the agent's code does not change and its behaviour does not either::
-
-      from hookscope.integrations.antigravity import AntigravityInstrumentor
-
-      AntigravityInstrumentor().instrument(tracer_provider=tp, meter_provider=mp)
-      async with Agent(LocalAgentConfig(...)) as agent:   # traced
-          ...
-
-  or, with no code at all, ``opentelemetry-instrument python app.py`` (entry point
-  ``antigravity``).
-
-* :func:`hooks` returns plain SDK hooks for ``LocalAgentConfig(hooks=[...])``, for those who
-  prefer not to patch. Hooks see less than the wrappers do: tool calls appear when they end
-  (no durations), and neither policy denials nor recoveries by other hooks are visible.
-
-Both produce hookscope's telemetry (DESIGN §5): ``session {agent}`` → ``invoke_agent {agent}``
-→ ``execute_tool {tool}`` spans with their events, and every hookscope metric.
+The package docstring (:mod:`hookscope.integrations.antigravity`) says which to use when.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+# The upstream module starts with a file-level ``# type: ignore``, so mypy sees no
+# BaseInstrumentor in it (and a subclass of Any): the two ignores below answer that alone.
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from hookscope.integrations._antigravity_state import Tracker
+from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.runner import HookRunner
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["DEFAULT_AGENT_NAME", "INSTRUMENTS", "AntigravityInstrumentor", "hooks"]
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "INSTRUMENTS",
+    "NEST_SESSIONS_ENV",
+    "AntigravityInstrumentor",
+    "hooks",
+    "nest_sessions_from_env",
+]
+
+logger = logging.getLogger("hookscope.integrations.antigravity")
 
 #: The google-antigravity versions this instrumentation is written against.
 INSTRUMENTS: Final = ("google-antigravity >= 0.1.22, < 0.2",)
+#: Environment variable: nest agent sessions started inside a span (see ``nest_sessions``).
+NEST_SESSIONS_ENV: Final = "HOOKSCOPE_NEST_SESSIONS"
 #: The ``gen_ai.agent.name`` reported when none is given (the SDK's Agent has no name).
 DEFAULT_AGENT_NAME: Final = "antigravity"
 
 
-class AntigravityInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class AntigravityInstrumentor(BaseInstrumentor):
     """Instrument google-antigravity so every ``Agent`` session is traced by hookscope.
 
     ``instrument()`` accepts:
@@ -57,7 +54,11 @@ class AntigravityInstrumentor(BaseInstrumentor):  # type: ignore[misc]
       providers when omitted);
     * ``agent_name``: the ``gen_ai.agent.name`` of every session (default ``"antigravity"``);
     * ``observers``: further :class:`~hookscope.runner.DispatchObserver` objects to drive
-      alongside the OTelHook.
+      alongside the OTelHook;
+    * ``nest_sessions``: ``True`` to record an agent session that starts while a span is
+      current (an agent run inside another agent's tool) as a child of that span, in its
+      trace; by default it starts a trace of its own, linked to that span. When omitted,
+      ``HOOKSCOPE_NEST_SESSIONS`` (``true``/``false``) decides.
 
     Sessions, turns, tool calls (Python tools and harness tools), policy decisions (rules
     evaluated in Python and static rules the harness enforces), error recoveries by
@@ -74,23 +75,47 @@ class AntigravityInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return INSTRUMENTS
 
     def _instrument(self, **kwargs: Any) -> None:
-        from hookscope.integrations._antigravity_adapter import Adapter
         from hookscope.telemetry.otel_hook import OTelHook
+
+        try:
+            from hookscope.integrations.antigravity.wrappers import Adapter
+        except ImportError:  # an SDK whose modules moved: instrument nothing, break nothing
+            logger.warning(
+                "hookscope cannot instrument this google-antigravity (expected %s); "
+                "its agents run untraced",
+                ", ".join(INSTRUMENTS),
+                exc_info=True,
+            )
+            return
 
         tracer_provider: TracerProvider | None = kwargs.get("tracer_provider")
         meter_provider: MeterProvider | None = kwargs.get("meter_provider")
         agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
+        nest = kwargs.get("nest_sessions")
+        if nest is None:
+            nest = nest_sessions_from_env()
+        elif not isinstance(nest, bool):
+            raise TypeError(f"nest_sessions must be True or False, got {nest!r}")
         extra: Sequence[object] = tuple(kwargs.get("observers") or ())
         otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        tracker = Tracker([otel, *extra], agent_name)
+        tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
         wrapped: list[tuple[str, str]] = []
-        try:
-            for module, name, wrapper in Adapter(tracker).targets():
+        for module, name, wrapper in Adapter(tracker).targets():
+            # One method the installed SDK lacks or changed must not cost the others (nor,
+            # under opentelemetry-instrument, every instrumentor loaded after this one).
+            try:
                 wrap_function_wrapper(module, name, wrapper)
-                wrapped.append((module, name))
-        except BaseException:
-            _unwrap_all(wrapped)
-            raise
+            except Exception:
+                logger.warning(
+                    "hookscope could not instrument %s.%s (a google-antigravity version this "
+                    "instrumentation does not know?); the rest is instrumented, but telemetry "
+                    "that depends on it will be missing",
+                    module,
+                    name,
+                    exc_info=True,
+                )
+                continue
+            wrapped.append((module, name))
         self._tracker = tracker
         self._wrapped = tuple(wrapped)
 
@@ -101,6 +126,33 @@ class AntigravityInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if tracker is not None:
             tracker.active = False
             tracker.close_all()
+
+
+def nest_sessions_from_env() -> bool:
+    """``HOOKSCOPE_NEST_SESSIONS``: ``true``/``1``/``yes`` or ``false``/``0``/``no``/unset.
+
+    Another value is logged as an error (it must not break ``opentelemetry-instrument``, which
+    would then instrument nothing) and sessions are not nested.
+    """
+    raw = os.environ.get(NEST_SESSIONS_ENV, "").strip().lower()
+    if raw in ("true", "1", "yes"):
+        return True
+    if raw not in ("", "false", "0", "no"):
+        logger.error(
+            "%s=%r is not a boolean; sessions are not nested. Set it to true or false.",
+            NEST_SESSIONS_ENV,
+            raw,
+        )
+    return False
+
+
+def _observing(observers: Sequence[object]) -> HookRunner:
+    """A runner with no hooks whose notifier tells ``observers``: the adapter reports the
+    SDK's own hooks through it, as the runner reports its own."""
+    runner = HookRunner()
+    for observer in observers:
+        runner.observe(observer)
+    return runner
 
 
 def _unwrap_all(wrapped: Sequence[tuple[str, str]]) -> None:
@@ -149,9 +201,9 @@ def hooks(
     Returns:
         Hook objects for ``hooks=[...]`` of any google-antigravity agent config.
     """
-    from hookscope.integrations._antigravity_hooks import plain_hooks
+    from hookscope.integrations.antigravity.plain_hooks import plain_hooks
     from hookscope.telemetry.otel_hook import OTelHook
 
     name = agent_name or DEFAULT_AGENT_NAME
     otel = OTelHook(tracer_provider, meter_provider, agent_name=name)
-    return plain_hooks(Tracker([otel], name))
+    return plain_hooks(Tracker(_observing([otel]), name))

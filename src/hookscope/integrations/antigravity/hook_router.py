@@ -11,19 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from google.antigravity.connections.local import (  # type: ignore[import-untyped]
+from google.antigravity.connections.local import (
     struct_converter,
 )
-from google.antigravity.proto import localharness_pb2 as pb2  # type: ignore[import-untyped]
+from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.hooks import HookEvent
-from hookscope.integrations._antigravity_dispatch import Dispatch, Scope
-from hookscope.integrations._antigravity_sdk import hook_step, json_args, tool_error, tool_name
-from hookscope.integrations._antigravity_state import OpState, SessionState, Tracker, TurnState
+from hookscope.integrations.antigravity.operations import OpState
+from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.integrations.antigravity.sdk_values import (
+    json_args,
+    tool_error,
+    tool_name,
+)
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker, TurnState
 from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
-    from hookscope.integrations._antigravity_adapter import Adapter
+    from hookscope.integrations.antigravity.wrappers import Adapter
 
 __all__ = ["HANDLERS", "router_wrapper"]
 
@@ -44,7 +49,7 @@ _PRE_TURN_DENY: Final = pb2.PreTurnResult.Decision.DENY
 
 #: What a begin function returns: the dispatch, the scope whose span is current while the
 #: hooks run, and what the end function needs; ``None`` when there is nothing to report.
-Begun = tuple[Dispatch, Scope, Any] | None
+Begun = tuple[Dispatch, Scope[Any], Any] | None
 
 
 def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:
@@ -104,44 +109,56 @@ def _post_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     return tracker.post_turn(session, turn, text), turn.scope, turn
 
 
-def _op(tracker: Tracker, session: SessionState, args: Any, call_args: dict[str, Any]) -> OpState:
-    call = ToolCall(tool_name(args.tool_name), call_args, args.call_id, args.server_name or None)
-    return tracker.op(
-        session,
-        call_id=args.call_id or None,
-        step_key=hook_step(args.trajectory_id, args.step_index),
-        call=call,
-    )
+def _call(args: Any, call_args: dict[str, Any]) -> ToolCall:
+    return ToolCall(tool_name(args.tool_name), call_args, args.call_id, args.server_name or None)
 
 
 def _pre_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     args = request.pre_tool_args
-    op = _op(tracker, session, args, json_args(args.arguments_json))
-    return (op.pre, op.scope, op) if not op.decided and op.pre is not None else None
+    call = _call(args, json_args(args.arguments_json))
+    op = tracker.op_for_request(session, args.trajectory_id, call)
+    return (op.pre, op.scope, (session, op)) if not op.decided and op.pre is not None else None
 
 
-def _pending(op: OpState, event: HookEvent) -> Begun:
+def _pending(session: SessionState, op: OpState, event: HookEvent) -> Begun:
     dispatch = op.outcome
     if dispatch is None or dispatch.finished or dispatch.event != event:
         return None
-    return dispatch, op.scope, op
+    return dispatch, op.scope, (session, op)
+
+
+def _after_call(tracker: Tracker, session: SessionState, args: Any) -> OpState | None:
+    """The call a post-call or error callback is about; ``None`` when it arrives too late.
+
+    Such a callback never starts a call: it belongs to an open call with its id, or to one
+    that closed moments ago (its turn ended first: nothing is left to report), or to the
+    call a step opened for the same tool.
+    """
+    op = tracker.late_op(session, args.call_id or None)
+    if op is None:
+        op = tracker.op_for_request(session, args.trajectory_id, _call(args, {}))
+    return None if op.closed else op
 
 
 def _post_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     args = request.post_tool_args
-    op = _op(tracker, session, args, {})
+    op = _after_call(tracker, session, args)
+    if op is None:
+        return None
     if op.outcome is None:  # a harness tool: it ran outside Python
         tracker.tool_returned(op, args.result or None, hooks_pending=True)
-    return _pending(op, "post_tool_call")
+    return _pending(session, op, "post_tool_call")
 
 
 def _tool_error(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     args = request.on_tool_error_args
-    op = _op(tracker, session, args, {})
+    op = _after_call(tracker, session, args)
+    if op is None:
+        return None
     if op.outcome is None:
         error = tool_error(args.error_message, op.call.name)
         tracker.tool_failed(op, error, hooks_pending=True)
-    return _pending(op, "on_tool_error")
+    return _pending(session, op, "on_tool_error")
 
 
 def _compaction(tracker: Tracker, session: SessionState, request: Any) -> Begun:
@@ -172,8 +189,13 @@ def _end_pre_turn(
 
 
 def _end_pre_tool(
-    tracker: Tracker, dispatch: Dispatch, op: OpState, response: Any, error: Any
+    tracker: Tracker,
+    dispatch: Dispatch,
+    target: tuple[SessionState, OpState],
+    response: Any,
+    error: Any,
 ) -> None:
+    op = target[1]
     if error is not None:
         return
     result = response.pre_tool_result
@@ -185,13 +207,29 @@ def _end_pre_tool(
         op.allow = HookResult(allow=True, modified_args=modified, decision=op.allow.decision)
 
 
+def _end_post_tool(
+    tracker: Tracker,
+    dispatch: Dispatch,
+    target: tuple[SessionState, OpState],
+    response: Any,
+    error: Any,
+) -> None:
+    dispatch.finish(None)
+    tracker.hooks_reported(*target)
+
+
 def _end_tool_error(
-    tracker: Tracker, dispatch: Dispatch, op: OpState, response: Any, error: Any
+    tracker: Tracker,
+    dispatch: Dispatch,
+    target: tuple[SessionState, OpState],
+    response: Any,
+    error: Any,
 ) -> None:
     value = None
     if error is None and response.HasField("on_tool_error_result"):
         value = response.on_tool_error_result.custom_error_message or None
-    tracker.recovered(op, value)
+    tracker.recovered(target[1], value)
+    tracker.hooks_reported(*target)
 
 
 _BEGIN: Final[Mapping[HookEvent, Callable[[Tracker, SessionState, Any], Begun]]] = {
@@ -207,5 +245,6 @@ _BEGIN: Final[Mapping[HookEvent, Callable[[Tracker, SessionState, Any], Begun]]]
 _END: Final[Mapping[HookEvent, Callable[..., None]]] = {
     "pre_turn": _end_pre_turn,
     "pre_tool_call": _end_pre_tool,
+    "post_tool_call": _end_post_tool,
     "on_tool_error": _end_tool_error,
 }

@@ -1,0 +1,323 @@
+"""Tool operations in flight, and how SDK reports find the operation they belong to.
+
+One tool call is reported to Python several times, from several tasks, each report carrying
+a different part of its identity:
+
+* policy-decision and hook requests (``PreToolArgs`` and friends): trajectory, the model's
+  call id, tool name and arguments, and a ``step_index`` in the harness's *own* numbering;
+* step updates: trajectory and step index in the *client's* numbering (the two numberings
+  drift apart by one more each turn, so no arithmetic maps one onto the other), the tool name
+  and arguments as the harness normalised them, and the call id only for Python tools (a
+  harness tool's step carries its step id instead);
+* Python tool execution: the call id and name;
+* a denial the harness enforced itself: a step in an error state naming neither tool nor id.
+
+:class:`OpIndex` matches them by identity, in this order (the documented fallback):
+
+1. the call id, within the session (OpenAI-style ids repeat across sessions);
+2. the step key ``(trajectory, client step index)`` for step updates;
+3. otherwise the oldest open operation *of the same trajectory and tool name* that lacks the
+   identity the report brings (a request binds its call id to an operation a step update
+   opened, and a step update binds its step key to an operation a request opened), preferring
+   one whose argument values the report's arguments contain;
+4. a denial step with no tool binds to the oldest operation of its trajectory that Python
+   already saw denied and that no step has claimed yet, else to the oldest one still awaiting
+   its verdict (a hook or ``when`` rule let it through before a static rule denied it); only
+   when there is none is it a call the harness denied before Python heard of it.
+
+A closed operation stays findable by its call id and step key for :data:`LINGER_S` seconds
+(at most :data:`MAX_CLOSED` per session), so a callback that arrives after the operation's
+turn ended is recognised as late and attached to it, never mistaken for a new call.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from time import monotonic, perf_counter
+from typing import Any, Final, final
+
+from hookscope._scopes import is_cancellation
+from hookscope.context import OperationContext
+from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.types import HookResult, ToolCall
+
+__all__ = [
+    "LINGER_S",
+    "MAX_CLOSED",
+    "CallInterrupted",
+    "OpIndex",
+    "OpState",
+    "StepKey",
+    "TurnInterrupted",
+    "ends_by_cancellation",
+]
+
+#: How long a closed operation stays findable for late callbacks, in seconds.
+LINGER_S: Final = 30.0
+#: How many closed operations a session keeps findable at most.
+MAX_CLOSED: Final = 256
+
+StepKey = tuple[str, int]
+_ALLOW: Final = HookResult()
+
+
+class CallInterrupted(RuntimeError):
+    """Why a tool call failed when its turn ended, without an error, before the call did."""
+
+    def __init__(self) -> None:
+        super().__init__("the turn ended before this tool call was decided or had run")
+
+
+class TurnInterrupted(RuntimeError):
+    """Why a turn failed when its session ended before the agent finished the turn."""
+
+    def __init__(self) -> None:
+        super().__init__("the session ended before the turn did; read the whole response first")
+
+
+def ends_by_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
+
+    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
+    turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
+    is recognised where it is called (``LocalConnection.cancel``) instead.
+    """
+    return is_cancellation(error) or isinstance(error, TimeoutError)
+
+
+@final
+class OpState:
+    """One tool call (or interaction) of a turn, open until its step is done."""
+
+    __slots__ = (
+        "allow",
+        "call",
+        "call_id",
+        "closed",
+        "denial",
+        "denied",
+        "failure",
+        "outcome",
+        "pre",
+        "run_started",
+        "scope",
+        "step_done",
+        "step_key",
+        "subagent_runs",
+        "trajectory",
+    )
+
+    def __init__(
+        self,
+        scope: Scope[OperationContext],
+        call: ToolCall,
+        pre: Dispatch | None,
+        trajectory: str | None = None,
+    ) -> None:
+        self.scope = scope
+        self.call = call
+        #: ``pre_tool_call``: started when the call is first seen, finished when decided.
+        self.pre = pre
+        #: An allow that carries a policy decision, kept until the allow is final.
+        self.allow: HookResult = _ALLOW
+        #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
+        self.outcome: Dispatch | None = None
+        #: The tool's error when it failed and no hook recovered it (the span's status).
+        self.failure: BaseException | None = None
+        self.call_id: str | None = None
+        self.step_key: StepKey | None = None
+        self.trajectory = trajectory or None
+        self.run_started = 0.0
+        self.denied = False
+        #: The message of the denial Python saw, to match the harness's denial step by.
+        self.denial = ""
+        #: How many subagent runs this call (an ``invoke_subagent``) has started.
+        self.subagent_runs = 0
+        #: Whether the harness reported the call's step finished (its hooks may still run).
+        self.step_done = False
+        self.closed = False
+
+    @property
+    def context(self) -> OperationContext:
+        """The operation's hookscope context."""
+        return self.scope.context
+
+    @property
+    def decided(self) -> bool:
+        """Whether ``pre_tool_call`` has finished (allowed, denied or abandoned)."""
+        return self.pre is None or self.pre.finished
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether the call still awaits its decision or its tool's end."""
+        return not self.denied and self.outcome is None
+
+    @property
+    def hooks_pending(self) -> bool:
+        """Whether the SDK's post-call or error hooks have yet to report."""
+        return self.outcome is not None and not self.outcome.finished
+
+    def mark_started(self) -> None:
+        """The tool starts running in Python now."""
+        self.run_started = perf_counter()
+
+
+def _contains_args(step_args: dict[str, Any], request_args: dict[str, Any]) -> bool:
+    """Whether every string argument of a request occurs in the step's (normalised) values."""
+    wanted = [v for v in request_args.values() if isinstance(v, str) and v]
+    if not wanted:
+        return False
+    have = [v for v in step_args.values() if isinstance(v, str)]
+    return all(any(w in h for h in have) for w in wanted)
+
+
+@final
+class OpIndex:
+    """A session's tool operations, found by what each SDK report carries (module docs)."""
+
+    __slots__ = ("_by_call", "_by_step", "_clock", "_closed", "open")
+
+    def __init__(self, clock: Callable[[], float] = monotonic) -> None:
+        self._clock = clock
+        #: Open operations in the order they opened.
+        self.open: dict[int, OpState] = {}
+        #: Open calls by the model's call id: subagents' calls may reuse their parent's ids.
+        self._by_call: dict[str, list[OpState]] = {}
+        self._by_step: dict[StepKey, OpState] = {}
+        self._closed: OrderedDict[tuple[str, object], tuple[OpState, float]] = OrderedDict()
+
+    def add(self, op: OpState) -> None:
+        """Index a newly opened operation."""
+        self.open[id(op)] = op
+        if op.call_id is not None:
+            self._by_call.setdefault(op.call_id, []).append(op)
+
+    def bind_call(self, op: OpState, call_id: str) -> None:
+        """Give ``op`` the model's call id (the first one it learns stays)."""
+        if op.call_id is None:
+            op.call_id = call_id
+            if not op.closed:
+                self._by_call.setdefault(call_id, []).append(op)
+            if not op.call.id:
+                op.call = ToolCall(op.call.name, op.call.args, call_id, op.call.server)
+
+    def bind_step(self, op: OpState, step_key: StepKey) -> None:
+        """Give ``op`` its step key (client numbering)."""
+        if op.step_key is None:
+            op.step_key = step_key
+            if not op.closed:
+                self._by_step.setdefault(step_key, op)
+
+    def by_call(self, call_id: str | None, trajectory: str | None = None) -> OpState | None:
+        """The open operation with the model's call id (in ``trajectory``, when known)."""
+        ops = self._by_call.get(call_id, ()) if call_id else ()
+        for op in ops:
+            if trajectory is None or op.trajectory in (None, trajectory):
+                return op
+        return None
+
+    def by_step(self, step_key: StepKey) -> OpState | None:
+        """The open operation whose step is ``step_key``."""
+        return self._by_step.get(step_key)
+
+    def unbound(self, trajectory: str | None, call: ToolCall, *, lacking: str) -> OpState | None:
+        """The oldest open call of ``trajectory`` and ``call``'s tool lacking a call id or step.
+
+        ``lacking`` is ``"call"`` (a request looks for an operation a step opened) or
+        ``"step"`` (a step looks for an operation a request opened). A call with another call
+        id than ``call``'s never matches. Among several, one whose arguments match wins; then
+        the oldest.
+        """
+        args = dict(call.args)
+        candidates = [
+            op
+            for op in self.open.values()
+            if op.call.name == call.name
+            and op.context.kind == "tool"
+            and (trajectory is None or op.trajectory in (None, trajectory))
+            and (op.call_id is None if lacking == "call" else op.step_key is None)
+            and (not call.id or op.call_id in (None, call.id))
+            # A denied call runs no step: only a denial step (denial_target) claims it.
+            and not (lacking == "step" and op.denied)
+        ]
+        if len(candidates) > 1:
+            for op in candidates:
+                step_args, request_args = (
+                    (args, dict(op.call.args)) if lacking == "step" else (dict(op.call.args), args)
+                )
+                if _contains_args(step_args, request_args):
+                    return op
+        return candidates[0] if candidates else None
+
+    def denial_target(self, trajectory: str, message: str) -> OpState | None:
+        """The call of ``trajectory`` a denial step is about, when Python has seen it.
+
+        The oldest call Python saw denied with the step's ``message``, else with any message,
+        that no step claimed yet; else the oldest call still awaiting its verdict with no step
+        (an SDK hook or a ``when`` rule let it through, then a static rule the harness checks
+        afterwards denied it).
+        """
+        stepless = [
+            op
+            for op in self.open.values()
+            if op.step_key is None
+            and op.context.kind == "tool"
+            and op.trajectory in (None, trajectory)
+        ]
+        denied = [op for op in stepless if op.denied]
+        same = [op for op in denied if op.denial == message]
+        undecided = [op for op in stepless if not op.decided]
+        for found in (same, denied, undecided):
+            if found:
+                return found[0]
+        return None
+
+    def latest(self, trajectory: str, name: str) -> OpState | None:
+        """The newest call of ``trajectory`` to tool ``name``, open or closed moments ago."""
+        for op in reversed(self.open.values()):
+            if op.trajectory == trajectory and op.call.name == name:
+                return op
+        for op, _ in reversed(self._closed.values()):
+            if op.trajectory == trajectory and op.call.name == name:
+                return op
+        return None
+
+    def close(self, op: OpState) -> None:
+        """Remove ``op`` from the open operations; keep it findable for late callbacks."""
+        self.open.pop(id(op), None)
+        now = self._clock()
+        if op.call_id is not None:
+            same = self._by_call.get(op.call_id, [])
+            if op in same:
+                same.remove(op)
+                if not same:
+                    del self._by_call[op.call_id]
+            self._remember(("call", op.call_id), op, now)
+        if op.step_key is not None:
+            if self._by_step.get(op.step_key) is op:
+                del self._by_step[op.step_key]
+            self._remember(("step", op.step_key), op, now)
+
+    def _remember(self, key: tuple[str, object], op: OpState, now: float) -> None:
+        self._closed.pop(key, None)
+        self._closed[key] = (op, now)
+        while len(self._closed) > MAX_CLOSED:
+            self._closed.popitem(last=False)
+
+    def recently_closed(
+        self, call_id: str | None = None, step_key: StepKey | None = None
+    ) -> OpState | None:
+        """A closed operation with this call id or step key, if it closed under LINGER_S ago."""
+        now = self._clock()
+        while self._closed:  # oldest first: drop what has lingered long enough
+            key, (_, closed_at) = next(iter(self._closed.items()))
+            if now - closed_at <= LINGER_S:
+                break
+            del self._closed[key]
+        for key in (("call", call_id), ("step", step_key)):
+            if key[1] is not None:
+                found = self._closed.get(key)
+                if found is not None:
+                    return found[0]
+        return None
