@@ -85,7 +85,7 @@ async def test_claude_permission_decision_deny_carries_its_reason() -> None:
     assert (result.allow, result.message) == (False, "rm is not allowed")
 
 
-async def test_claude_updated_input_changes_the_arguments() -> None:
+async def test_claude_updated_input_replaces_the_arguments() -> None:
     answer = {
         "hookSpecificOutput": {
             "permissionDecision": "allow",
@@ -94,7 +94,7 @@ async def test_claude_updated_input_changes_the_arguments() -> None:
     }
     outcome = await decide(printing(answer))
     assert outcome.result.allow is True
-    assert outcome.data.args["CommandLine"] == "ls -l"
+    assert dict(outcome.data.args) == {"CommandLine": "ls -l"}  # "cwd" is gone, as in Claude
 
 
 @pytest.mark.parametrize(("answer", "allowed"), [("allow", True), ("deny", False), (None, False)])

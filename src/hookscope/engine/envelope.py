@@ -171,12 +171,15 @@ class Verdict:
     Args:
         kind: ``none`` (no opinion), ``allow``, ``deny`` (deny a call, block a turn) or ``ask``.
         message: Why, for the model or the user.
-        modified_args: Arguments for the call (merged into it) when allowing.
+        modified_args: Arguments for the call when allowing: merged into it, or replacing
+            it when ``replace`` (Claude Code's ``updatedInput``).
+        replace: ``modified_args`` replaces the call's arguments.
     """
 
     kind: VerdictKind = "none"
     message: str = ""
     modified_args: Mapping[str, Any] | None = None
+    replace: bool = False
 
 
 NO_OPINION: Final = Verdict()
@@ -245,9 +248,9 @@ def verdict_from(answer: Mapping[str, Any]) -> Verdict:
                     f"answered an unknown permissionDecision ({_odd(decision)}); expected allow, "
                     "deny or ask"
                 )
-            found.append(Verdict(_PERMISSION[decision], reason, updated))
+            found.append(Verdict(_PERMISSION[decision], reason, updated, updated is not None))
         elif updated is not None:
-            found.append(Verdict("allow", reason, updated))
+            found.append(Verdict("allow", reason, updated, replace=True))
     decision = answer.get("decision")
     if decision is not None:
         if decision not in _DECISION:
@@ -277,7 +280,9 @@ def event_result(
     if event in ("pre_tool_call", "pre_turn"):
         if kind == "allow":  # an explicit allow, not None: its run reports verdict "allow"
             args = verdict.modified_args if event == "pre_tool_call" else None
-            return HookResult(modified_args=dict(args)) if args else HookResult()
+            if args is None or (not args and not verdict.replace):
+                return HookResult()
+            return HookResult(modified_args=dict(args), replace_args=verdict.replace)
         if kind == "ask":
             tool = call.qualified_name if call is not None else "this"
             return HookResult.ask(message or f"hook {hook_name!r} asks to confirm {tool} call")
