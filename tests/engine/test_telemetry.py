@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from hookscope.engine import CommandHook, PromptHook
 from hookscope.runner import HookRunner
@@ -170,6 +171,18 @@ async def test_a_prompt_run_span_carries_the_model_and_its_usage() -> None:
             "hookscope.hook.event": "pre_turn",
             "hookscope.hook.type": "prompt",
             "hookscope.hook.verdict": "deny",
+        }.items()
+    )
+    assert not any(key.startswith("gen_ai.") for key in hook_span.attributes or {})
+    # The model call itself: a chat span, CLIENT, under the hook run (DESIGN §7).
+    chat = spans["chat small"]
+    assert chat.kind is SpanKind.CLIENT
+    assert chat.parent is not None
+    assert chat.parent.span_id == hook_span.context.span_id
+    assert (
+        dict(chat.attributes or {}).items()
+        >= {
+            "gen_ai.operation.name": "chat",
             "gen_ai.request.model": "small",
             "gen_ai.response.model": "judge-1",
             "gen_ai.usage.input_tokens": 42,
