@@ -34,6 +34,7 @@ from hookscope.telemetry.files import TRACES_FILE, ReadProblems, TelemetryFileEr
 from hookscope.telemetry.otel_hook import OTelHook
 from hookscope.telemetry.redaction import mask_url
 from hookscope.telemetry.setup import TelemetryConfigError, configure
+from hookscope.types import HookscopeError
 
 __all__ = ["CommandError", "run_demo", "view"]
 
@@ -43,7 +44,7 @@ SHOWN_SESSIONS = 3
 MAX_SPANS_PER_SESSION = 2000
 
 
-class CommandError(Exception):
+class CommandError(HookscopeError):
     """A problem the user can fix: printed as one line, exit status 2."""
 
 

@@ -13,6 +13,7 @@ from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import (
     ChatResponse,
     HookResult,
+    HookscopeError,
     LlmRequest,
     LlmResponse,
     Question,
@@ -25,7 +26,7 @@ from hookscope.types import (
 __all__ = ["SyntheticInputError", "run_event"]
 
 
-class SyntheticInputError(ValueError):
+class SyntheticInputError(HookscopeError, ValueError):
     """The event cannot be built from the given tool and input."""
 
 

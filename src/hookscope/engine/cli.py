@@ -27,13 +27,15 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from hookscope.types import HookscopeError
+
 __all__ = ["add_parser"]
 
 EXIT_ALLOWED, EXIT_ERROR, EXIT_DENIED = 0, 1, 2
 _DEFAULT_FILES: Final = ("hookscope.toml", "pyproject.toml", ".claude/settings.json")
 
 
-class _CliError(Exception):
+class _CliError(HookscopeError):
     """Bad input: one line on stderr, exit status 1."""
 
 

@@ -37,7 +37,7 @@ from hookscope.engine.envelope import (
 )
 from hookscope.hooks import CategoryHook, HookEvent
 from hookscope.runner import HookFailure
-from hookscope.types import ToolCall
+from hookscope.types import HookscopeError, ToolCall
 
 __all__ = ["DEFAULT_TIMEOUT", "KILL_GRACE_S", "OUTPUT_LIMIT", "CommandHook"]
 
@@ -60,7 +60,7 @@ _OWN_GROUP: Final[dict[str, Any]] = (
 )
 
 
-class _OutputTooLarge(Exception):
+class _OutputTooLarge(HookscopeError):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.stream = stream

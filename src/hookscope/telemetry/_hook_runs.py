@@ -163,4 +163,3 @@ class HookRunSpans:
                 span.set_status(Status(StatusCode.ERROR))
                 span.set_attribute(sc.ERROR_TYPE, kind)
             span.end(end_time=end_ns)
-
