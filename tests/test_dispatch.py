@@ -198,6 +198,26 @@ async def test_modified_args_merge_in_order_into_the_call_the_next_hook_sees() -
     assert result == HookResult(allow=True, modified_args={"x": 1, "y": 2, "z": 0})
 
 
+async def test_replace_args_replaces_instead_of_merging() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Capture(Hook):
+        def pre_tool_call(self, context: Any, call: ToolCall) -> None:
+            seen.append(dict(call.args))
+
+    runner = HookRunner(
+        [
+            Scripted("a", [], HookResult(modified_args={"y": 1}, replace_args=True)),
+            Capture(),
+            Scripted("b", [], HookResult(modified_args={}, replace_args=True)),
+        ]
+    )
+    result, call = await runner.dispatch_pre_tool_call(OPERATION, ToolCall("t", {"x": 0}))
+    assert seen == [{"y": 1}]
+    assert dict(call.args) == {}
+    assert result == HookResult(allow=True, modified_args={})
+
+
 async def test_unmodified_allowed_call_is_equal_with_read_only_args() -> None:
     tags = ["x"]
     original = ToolCall("t", {"a": 1, "tags": tags})

@@ -1044,9 +1044,24 @@ async def test_a_failed_prompt_hook_run_ends_its_span_as_an_error(
         "TimeoutError",
         "none",
     )
-    assert attributes["gen_ai.request.model"] == "judge-1"
     assert hook_span.status.status_code.name == "ERROR"
     assert hook_span.status.description == "TimeoutError"
+    (chat,) = [s for s in rec.spans if s.name == "chat judge-1"]  # the model call it made
+    assert chat.parent is not None
+    assert chat.parent.span_id == hook_span.context.span_id
+    assert (chat.status.status_code.name, dict(chat.attributes or {})["error.type"]) == (
+        "ERROR",
+        "TimeoutError",
+    )
+    series = rec.metric_points(["gen_ai.client.operation.duration"])[
+        "gen_ai.client.operation.duration"
+    ]
+    judged = {
+        dict(key).get("error.type"): count
+        for key, count in series.items()
+        if dict(key).get("gen_ai.request.model") == "judge-1"
+    }
+    assert judged == {"TimeoutError": 1}
 
 
 async def test_two_otel_hooks_each_record_a_hook_run(rec: Recording) -> None:

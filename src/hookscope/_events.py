@@ -246,9 +246,12 @@ class _PreToolCallRule(_PreTurnRule):
 
     @staticmethod
     def _merge(fold: Fold, value: HookResult) -> None:
-        if value.modified_args:
-            call: ToolCall = fold.data
-            fold.data = freeze_call(call.with_args({**call.args, **value.modified_args}))
+        modified = value.modified_args
+        call: ToolCall = fold.data
+        if value.replace_args and modified is not None:
+            fold.data = call.with_args(modified)  # a ToolCall freezes what it is given
+        elif modified:
+            fold.data = call.with_args({**call.args, **modified})
 
     def finish(self, fold: Fold) -> HookResult:
         if fold.result is not ALLOW:  # a hook denied

@@ -28,6 +28,8 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, final
 
+from hookscope.types import HookscopeError
+
 __all__ = [
     "MAX_SYMLINKS",
     "NAME_MAX",
@@ -55,7 +57,7 @@ NAME_MAX: Final = _limit("PC_NAME_MAX", 255)
 MAX_SYMLINKS: Final = 40
 
 
-class PathRejected(Exception):
+class PathRejected(HookscopeError):
     """A path cannot be shown to stay inside the workspace; the message says why."""
 
 

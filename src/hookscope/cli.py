@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 from hookscope._version import __version__
 from hookscope.policy import Decision, PolicyEnforcer, PolicyError
-from hookscope.types import ToolCall
+from hookscope.types import HookscopeError, ToolCall
 
 __all__ = ["main"]
 
@@ -49,7 +49,7 @@ _DECISIONS = ("deny", "ask_user", "allow")
 _CALL_KEYS = frozenset({"name", "args", "server", "id"})
 
 
-class _InputError(Exception):
+class _InputError(HookscopeError):
     """Bad input: reported as one line on stderr, exit status 2."""
 
 
@@ -122,6 +122,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "--last", type=_positive, default=20, metavar="N", help="draw the latest N sessions (20)"
     )
     view.set_defaults(handler=_view)
+
+    from hookscope.engine import cli as engine_cli  # `hookscope hooks check|run`
+
+    engine_cli.add_parser(commands)
     return parser
 
 

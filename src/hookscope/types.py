@@ -152,6 +152,8 @@ class HookResult:
         decision: Filled by the :class:`~hookscope.policy.PolicyEnforcer` with the
             :class:`PolicyDecision` behind this result.
         confirm: The call needs the user's confirmation (build it with :meth:`ask`).
+        replace_args: ``modified_args`` replaces the call's arguments instead of merging into
+            them (keys it leaves out are dropped; Claude Code's ``updatedInput``).
     """
 
     allow: bool = True
@@ -159,6 +161,7 @@ class HookResult:
     modified_args: Mapping[str, Any] | None = None
     decision: PolicyDecision | None = None
     confirm: bool = False
+    replace_args: bool = False
 
     @classmethod
     def deny(cls, message: str) -> HookResult:

@@ -20,6 +20,7 @@ from rich.progress import Progress
 
 from hookscope.builtins import AuditLogError
 from hookscope.demo.agent import DemoAgent
+from hookscope.demo.judge import ScriptedJudge, demo_hooks
 from hookscope.demo.timeline import (
     Tally,
     drawable,
@@ -34,6 +35,7 @@ from hookscope.telemetry.files import TRACES_FILE, ReadProblems, TelemetryFileEr
 from hookscope.telemetry.otel_hook import OTelHook
 from hookscope.telemetry.redaction import mask_url
 from hookscope.telemetry.setup import TelemetryConfigError, configure
+from hookscope.types import HookscopeError
 
 __all__ = ["CommandError", "run_demo", "view"]
 
@@ -43,7 +45,7 @@ SHOWN_SESSIONS = 3
 MAX_SPANS_PER_SESSION = 2000
 
 
-class CommandError(Exception):
+class CommandError(HookscopeError):
     """A problem the user can fix: printed as one line, exit status 2."""
 
 
@@ -106,10 +108,16 @@ def run_demo(args: argparse.Namespace) -> int:
         logger_provider=telemetry.logger_provider,
     )
     try:
-        with tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace:
+        with (
+            tempfile.TemporaryDirectory(prefix="hookscope-demo-") as workspace,
+            ScriptedJudge() as judge,
+        ):
+            configured = demo_hooks(judge.base_url, Path(workspace))  # demo/hookscope.toml
             audit_log = Path(args.directory) / "audit.jsonl"
             try:
-                agent = DemoAgent(Path(workspace), [hook], args.seed, audit_log=audit_log)
+                agent = DemoAgent(
+                    Path(workspace), [hook, *configured], args.seed, audit_log=audit_log
+                )
             except AuditLogError as error:  # an unwritable --directory, with --otlp
                 raise CommandError(str(error)) from None
             with Progress(console=console, transient=True, disable=args.sessions < 2) as progress:

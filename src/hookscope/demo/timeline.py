@@ -138,6 +138,17 @@ def _tool_line(span: Span) -> Text:
     return line
 
 
+def _hook_line(span: Span) -> Text:
+    """One run of a command or prompt hook (its ``execute_hook`` span)."""
+    a = span["attributes"]
+    verdict = str(a.get(sc.HOOK_VERDICT, "none"))
+    line = Text(f"⚙ {a.get(sc.HOOK_TYPE)} hook {a.get(sc.HOOK_NAME)}  {verdict}", "dim")
+    line.append(f"  {_ms(span):.1f} ms", "dim")
+    if sc.ERROR_TYPE in a:
+        line.append(f"  {a[sc.ERROR_TYPE]}", "red")
+    return line
+
+
 def _turn_tree(turn: Span, children: Mapping[str | None, list[Span]]) -> Tree:
     a = turn["attributes"]
     outcome = a.get(sc.TURN_OUTCOME, "?")
@@ -157,7 +168,12 @@ def _turn_tree(turn: Span, children: Mapping[str | None, list[Span]]) -> Tree:
         c = child["attributes"]
         operation = c.get(sc.GEN_AI_OPERATION_NAME)
         if operation == sc.OPERATION_EXECUTE_TOOL:
-            tree.add(_tool_line(child))
+            node = tree.add(_tool_line(child))
+            for run in children.get(child["span_id"], []):  # command and prompt hook runs
+                if sc.HOOK_TYPE in run["attributes"]:
+                    node.add(_hook_line(run))
+        elif sc.HOOK_TYPE in c:
+            tree.add(_hook_line(child))
         elif operation == sc.OPERATION_CHAT:
             tree.add(
                 Text(

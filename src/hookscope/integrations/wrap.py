@@ -32,7 +32,7 @@ import wrapt
 
 from hookscope._timeouts import with_timeout
 from hookscope.runner import HookRunner, ScopeError, SessionScope, ToolOutcome, TurnScope
-from hookscope.types import ChatResponse, HookResult, ToolCall
+from hookscope.types import ChatResponse, HookResult, HookscopeError, ToolCall
 
 __all__ = ["ToolCallDenied", "TurnBlocked", "wrap_agent", "wrap_tool"]
 
@@ -49,7 +49,7 @@ _AGENT_METHODS: Final = ("chat", "run")
 _WAIT_FOR_CODE: Final = with_timeout.__code__
 
 
-class ToolCallDenied(PermissionError):
+class ToolCallDenied(HookscopeError, PermissionError):
     """A ``pre_tool_call`` hook denied a call to a wrapped tool; the tool did not run.
 
     Feed :attr:`message` to the model as the tool's result, as you would any tool error.
@@ -61,7 +61,7 @@ class ToolCallDenied(PermissionError):
         super().__init__(self.message)
 
 
-class TurnBlocked(PermissionError):
+class TurnBlocked(HookscopeError, PermissionError):
     """A ``pre_turn`` hook blocked a wrapped agent's turn; the agent's method did not run."""
 
     def __init__(self, result: HookResult) -> None:

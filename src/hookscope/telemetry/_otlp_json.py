@@ -39,6 +39,7 @@ from opentelemetry.util.re import parse_env_headers
 from hookscope._version import __version__
 from hookscope.telemetry._endpoint import Signal
 from hookscope.telemetry.redaction import mask_url
+from hookscope.types import HookscopeError
 
 __all__ = [
     "JsonLogExporter",
@@ -54,7 +55,7 @@ _DEFAULT_TIMEOUT_S: Final = 10.0
 _COMPRESSIONS: Final = ("none", "gzip", "deflate")
 
 
-class _SettingError(ValueError):
+class _SettingError(HookscopeError, ValueError):
     """A variable holds a value the exporter cannot use (configure() reports it)."""
 
 

@@ -35,12 +35,12 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from hookscope._version import __version__
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.runner import DispatchObserver, HookRun
+from hookscope.runner import DispatchObserver
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
+from hookscope.telemetry._hook_runs import HookRunSpans
 from hookscope.telemetry._scopes import (
     STALE,
-    HookRunRecord,
     OperationRecord,
     SessionRecord,
     SpanRecord,
@@ -67,7 +67,7 @@ _HOOK_KEYS = itertools.count()
 
 
 @final
-class OTelHook(EventHandlers, DispatchObserver):
+class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
     """Record a runner's sessions, turns, tool calls and decisions with OpenTelemetry.
 
     Args:
@@ -385,58 +385,6 @@ class OTelHook(EventHandlers, DispatchObserver):
                 session.denied_calls += 1
             elif raised is not None:
                 session.tool_errors += 1
-
-    # --- command and prompt hook runs ---
-
-    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
-        """Open ``execute_hook {name}`` under the scope's span and make it current.
-
-        Current, so that a command hook's ``TRACEPARENT`` (or a prompt hook's HTTP client)
-        continues this span's trace.
-        """
-        scope = self.record(context)
-        attributes: dict[str, Any] | None = None
-        if records_below(scope):
-            attributes = {
-                sc.HOOK_NAME: run.hook_name,
-                sc.HOOK_EVENT: run.event,
-                sc.HOOK_TYPE: run.hook_type,
-                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
-            }
-            session_id = getattr(context, "session_id", None)
-            if session_id is not None:
-                attributes[sc.SESSION_ID] = session_id
-        start_ns = time_ns()
-        span, reused = self.child_span(
-            scope, sc.SPAN_HOOK, run.hook_name, start_ns, attributes=attributes
-        )
-        agent = scope.agent if scope is not None else self.agent_name
-        metric_agent = scope.metric_agent if scope is not None else agent
-        record = HookRunRecord(span, start_ns, agent, metric_agent, reused)
-        try:
-            record.activate()
-            states = run.state if isinstance(run.state, dict) else {}
-            # Keyed by observer: two OTelHooks on one runner each keep their own span.
-            states[self] = record
-            run.state = states
-        except BaseException:
-            record.end()
-            raise
-
-    def hook_run_finished(self, run: HookRun, context: HookContext) -> None:
-        """End the run's span with the hook's attributes, its verdict and any error."""
-        states = run.state
-        record = states.pop(self, None) if isinstance(states, dict) else None
-        if record is None:
-            return
-        error: BaseException | None = None
-        try:
-            if record.recording:
-                record.span.set_attributes(dict(run.attributes))
-                record.span.set_attribute(sc.HOOK_VERDICT, run.verdict)
-            error = run.error
-        finally:
-            record.end(error)
 
     # --- dispatches ---
 

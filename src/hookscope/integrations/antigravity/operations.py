@@ -40,7 +40,7 @@ from typing import Any, Final, final
 from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext
 from hookscope.integrations.antigravity.reporting import Dispatch, Scope
-from hookscope.types import HookResult, ToolCall
+from hookscope.types import HookResult, HookscopeError, ToolCall
 
 __all__ = [
     "LINGER_S",
@@ -62,14 +62,14 @@ StepKey = tuple[str, int]
 _ALLOW: Final = HookResult()
 
 
-class CallInterrupted(RuntimeError):
+class CallInterrupted(HookscopeError, RuntimeError):
     """Why a tool call failed when its turn ended, without an error, before the call did."""
 
     def __init__(self) -> None:
         super().__init__("the turn ended before this tool call was decided or had run")
 
 
-class TurnInterrupted(RuntimeError):
+class TurnInterrupted(HookscopeError, RuntimeError):
     """Why a turn failed when its session ended before the agent finished the turn."""
 
     def __init__(self) -> None:

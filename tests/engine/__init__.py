@@ -1,0 +1,1 @@
+"""Tests of the hook engine: hooks as configuration (DESIGN §7)."""
