@@ -31,12 +31,8 @@ def _detectors() -> dict[str, Any]:
         raise ImportError(
             f"SecretGuard needs the detect-secrets package ({error}); pip install detect-secrets"
         ) from error
-    detectors: dict[str, Any] = {
-        secret_type: cls
-        for secret_type, cls in get_mapping_from_secret_type_to_class().items()
-        if issubclass(cls, RegexBasedDetector)
-    }
-    return detectors
+    mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    return {kind: cls for kind, cls in mapping.items() if issubclass(cls, RegexBasedDetector)}
 
 
 class SecretGuard(Hook):
