@@ -198,3 +198,10 @@ def test_a_bad_matcher_option_names_the_hook() -> None:
 
     with pytest.raises(ValueError, match=r"^hook 'Bad': matcher must be a HookMatcher"):
         HookRunner([Bad()])
+
+
+def test_an_mcp_tools_tier_is_read_by_its_qualified_name_first() -> None:
+    matcher = HookMatcher(tiers={"confirm"})
+    tiers = {"github/delete_branch": "confirm", "delete_branch": "observe"}
+    assert matcher.matches(ToolCall("delete_branch", server="github"), _op(tiers))
+    assert not matcher.matches(ToolCall("delete_branch"), _op(tiers))

@@ -149,7 +149,13 @@ class Notifier:
 
     def __init__(self, observers: Sequence[object] = ()) -> None:
         def bound(method: str) -> tuple[Callback, ...]:
-            return tuple(m for o in observers if (m := getattr(o, method, None)) is not None)
+            # A DispatchObserver's inherited no-op is not worth a call per event.
+            return tuple(
+                m
+                for o in observers
+                if (m := getattr(o, method, None)) is not None
+                and getattr(type(o), method, None) is not getattr(DispatchObserver, method)
+            )
 
         self.observers: tuple[object, ...] = tuple(observers)
         self.active = bool(observers)

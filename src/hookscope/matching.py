@@ -133,7 +133,17 @@ class HookMatcher:
             how to fix it).
     """
 
-    __slots__ = ("_names", "_path_regex", "_regex", "_servers", "_tiers", "paths", "tiers", "tools")
+    __slots__ = (
+        "_names",
+        "_names_only",
+        "_path_regex",
+        "_regex",
+        "_servers",
+        "_tiers",
+        "paths",
+        "tiers",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -164,6 +174,14 @@ class HookMatcher:
         self._tiers = self.tiers
         if self.tiers is not None and not all(isinstance(t, str) and t for t in self.tiers):
             raise ValueError(f"matcher tiers must be tier names, got {tiers!r}")
+        # The common matcher — a few exact names — is a set lookup and nothing else.
+        self._names_only = (
+            self._names is not None
+            and not self._servers
+            and self._regex is None
+            and self._path_regex is None
+            and self._tiers is None
+        )
 
     @classmethod
     def parse(cls, value: object) -> HookMatcher | None:
@@ -188,6 +206,10 @@ class HookMatcher:
 
     def matches(self, call: ToolCall, context: HookContext | None = None) -> bool:
         """Whether ``call`` (made in ``context``) is one the hook should see."""
+        if self._names_only:
+            names = self._names
+            assert names is not None
+            return call.name in names or (call.server is not None and call.qualified_name in names)
         if self._names is not None and not self._matches_tool(call):
             return False
         if self._path_regex is not None and not self._matches_path(call.args):
@@ -196,7 +218,8 @@ class HookMatcher:
             table = context.get(TIERS_KEY) if context is not None else None
             if not isinstance(table, Mapping):
                 return False
-            tier = table.get(call.name, table.get("*"))
+            # An MCP tool's tier may be given as server/tool (as ToolTiers reads it) or bare.
+            tier = table.get(call.qualified_name, table.get(call.name, table.get("*")))
             if tier not in self._tiers:
                 return False
         return True
