@@ -197,7 +197,11 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
                 body = reply.read().decode()
         finally:
             os.killpg(process.pid, signal.SIGINT)
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)  # never leave the test hanging
+                process.wait(timeout=30)
             watcher.join(timeout=10)
     assert process.returncode == 0
     assert 'hookscope_sessions_total{gen_ai_agent_name="demo-coder"' in body

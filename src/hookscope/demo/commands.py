@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -143,6 +144,10 @@ def run_demo(args: argparse.Namespace) -> int:
             console.print(f"metrics at http://127.0.0.1:{args.prometheus_port}/metrics")
             if args.serve:
                 console.print("serving metrics until interrupted (Ctrl-C)")
+                # A shell starts background jobs with SIGINT ignored, and Python keeps that:
+                # Ctrl-C (or a supervisor's SIGINT/SIGTERM) must still end the demo.
+                for stop in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(stop, _interrupt)
                 with contextlib.suppress(KeyboardInterrupt):
                     threading.Event().wait()
     finally:
@@ -150,6 +155,10 @@ def run_demo(args: argparse.Namespace) -> int:
             server.shutdown()  # type: ignore[attr-defined]
         telemetry.shutdown()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _session_spans(
