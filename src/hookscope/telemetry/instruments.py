@@ -13,7 +13,11 @@ measurements per tool call, so hookscope keeps them off the hot path:
 * attribute dicts are built once per distinct attribute set and reused.
 
 Tool, rule, model, hook and error-type values pass a :class:`CardinalityGuard`: after
-``limit`` distinct values an instrument reports further ones as ``_other``.
+``limit`` distinct values an instrument reports further ones as ``_other``. Their
+*combinations* with agent names are bounded too: past :data:`SERIES_BUDGET` distinct
+attribute sets, an instrument reports a new set with those names as ``_other`` but keeps its
+agent, outcome and decision — so a fleet of many agents times many tools never reaches the
+SDK's own limit, which would fold every later set into one unlabelled overflow series.
 """
 
 from __future__ import annotations
@@ -32,7 +36,13 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 
 from hookscope.telemetry import semconv as sc
 
-__all__ = ["FLUSH_THRESHOLD", "CardinalityGuard", "Instruments", "instruments_for"]
+__all__ = [
+    "FLUSH_THRESHOLD",
+    "SERIES_BUDGET",
+    "CardinalityGuard",
+    "Instruments",
+    "instruments_for",
+]
 
 logger = logging.getLogger("hookscope")
 
@@ -41,6 +51,21 @@ logger = logging.getLogger("hookscope")
 FLUSH_THRESHOLD: Final = 1024
 #: Distinct values of a guarded attribute an instrument reports before using ``_other``.
 DEFAULT_CARDINALITY_LIMIT: Final = 100
+#: Distinct attribute sets an instrument reports with their names; half the SDK's default
+#: per-metric limit (2000), leaving room for the sets folded to ``_other`` (agents by outcomes).
+SERIES_BUDGET: Final = 1000
+#: The attributes folded to ``_other`` once an instrument's budget is spent; the rest (agent,
+#: outcome, decision, stage …) are what dashboards and alerts group by, and are kept.
+_FOLDABLE: Final = frozenset(
+    {
+        sc.GEN_AI_TOOL_NAME,
+        sc.POLICY_RULE,
+        sc.GEN_AI_REQUEST_MODEL,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.HOOK_NAME,
+        sc.ERROR_TYPE,
+    }
+)
 
 AttributeValue = str | int | bool
 Key = tuple[AttributeValue | None, ...]
@@ -74,6 +99,33 @@ class CardinalityGuard:
         return sc.OVERFLOW_VALUE
 
 
+@final
+class _Budget:
+    """Admits an instrument's first :data:`SERIES_BUDGET` attribute sets as they are; folds
+    the names of later ones to ``_other``."""
+
+    __slots__ = ("_fold", "_lock", "_seen", "limit")
+
+    def __init__(self, names: Sequence[str], limit: int = SERIES_BUDGET) -> None:
+        self._fold = frozenset(i for i, name in enumerate(names) if name in _FOLDABLE)
+        self._seen: set[Key] = set()
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def __call__(self, key: Key) -> Key:
+        if key in self._seen:
+            return key
+        with self._lock:
+            if len(self._seen) < self.limit:
+                self._seen.add(key)
+                return key
+        fold = self._fold
+        return tuple(
+            sc.OVERFLOW_VALUE if i in fold and value is not None else value
+            for i, value in enumerate(key)
+        )
+
+
 def _attributes(names: Sequence[str], key: Key) -> dict[str, AttributeValue]:
     # ``None`` means "not applicable" (no rule matched, no error): the attribute is left out.
     return {name: value for name, value in zip(names, key, strict=True) if value is not None}
@@ -83,7 +135,7 @@ def _attributes(names: Sequence[str], key: Key) -> dict[str, AttributeValue]:
 class _Counts:
     """A cumulative counter (or up-down counter) aggregated in process."""
 
-    __slots__ = ("_attributes", "_counts", "_lock", "_names", "before_observe")
+    __slots__ = ("_attributes", "_budget", "_counts", "_lock", "_names", "before_observe")
 
     def __init__(
         self,
@@ -96,6 +148,7 @@ class _Counts:
         up_down: bool = False,
     ) -> None:
         self._names = tuple(names)
+        self._budget = _Budget(self._names)
         self._counts: dict[Key, int] = {}
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
         self._lock = threading.Lock()
@@ -107,6 +160,7 @@ class _Counts:
         create(name, callbacks=[self._observe], unit=unit, description=description)
 
     def add(self, key: Key, amount: int = 1) -> None:
+        key = self._budget(key)
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + amount
 
@@ -128,7 +182,7 @@ class _Counts:
 class _Histogram:
     """A histogram whose values are queued and recorded in batches."""
 
-    __slots__ = ("_attributes", "_boundaries", "_histogram", "_names", "_pending")
+    __slots__ = ("_attributes", "_boundaries", "_budget", "_histogram", "_names", "_pending")
 
     def __init__(
         self,
@@ -140,6 +194,7 @@ class _Histogram:
         boundaries: Sequence[float],
     ) -> None:
         self._names = tuple(names)
+        self._budget = _Budget(self._names)
         self._boundaries = tuple(boundaries)
         self._histogram = meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
@@ -151,7 +206,7 @@ class _Histogram:
 
     def record(self, value: float, key: Key, context: Context | None) -> None:
         """Queue ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
-        self._pending.append((value, key, context))
+        self._pending.append((value, self._budget(key), context))
         if len(self._pending) >= FLUSH_THRESHOLD:
             self.flush()
 
