@@ -33,3 +33,13 @@ def test_top_level_names_resolve() -> None:
     for name in hookscope.__all__:
         assert getattr(hookscope, name) is not None
     assert hookscope.OTelHook.__name__ == "OTelHook"
+
+
+def test_the_engine_and_the_builtins_load_no_http_client_or_terminal_ui() -> None:
+    code = (
+        "import sys, hookscope.engine, hookscope.builtins; "
+        "print(sorted({m.split('.')[0] for m in sys.modules "
+        "if m.split('.')[0] in ('httpx', 'rich', 'detect_secrets', 'prometheus_client')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
-
-import httpx
 
 from hookscope.context import HookContext
 from hookscope.engine import _run
@@ -23,6 +21,9 @@ from hookscope.engine.envelope import Verdict, build_envelope, encode_envelope, 
 from hookscope.hooks import CategoryHook, HookEvent
 from hookscope.runner import HookFailure
 from hookscope.types import ToolCall
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_PROMPT_TIMEOUT", "PLACEHOLDER", "PromptHook"]
 
@@ -139,6 +140,9 @@ class PromptHook(CategoryHook):
         ):
             _run.record(key, value)
         headers = self._headers()
+        # Imported here: hookscope.engine stays light for agents without prompt hooks.
+        import httpx
+
         try:
             # One client per run: a client's pool is bound to the loop it first ran on.
             async with httpx.AsyncClient(timeout=self.timeout) as client:
