@@ -75,15 +75,37 @@ class HookTimeoutError(HookscopeError, TimeoutError):
 class Fold:
     """Per-dispatch state a rule folds hook results into."""
 
-    __slots__ = ("asked", "bound", "data", "extra", "original", "result")
+    __slots__ = ("data", "extra", "original", "result")
 
     def __init__(self, data: Any, result: Any) -> None:
         self.original = data
         self.data = data
         self.result = result
+        #: A rule's own state, made when a rule needs it (most dispatches never do).
         self.extra: Any = None
-        self.asked: HookResult | None = None  # the first pending confirmation (ask)
-        self.bound: Any = None  # the arguments a policy decision was made on
+
+
+@final
+class _CallState:
+    """What a ``pre_tool_call`` dispatch remembers beyond its fold: the allow that carries the
+    policy's decision, the arguments it was made on, and the first pending ask."""
+
+    __slots__ = ("asked", "bound", "decided")
+
+    def __init__(self) -> None:
+        self.decided: HookResult | None = None
+        self.bound: Any = None
+        self.asked: HookResult | None = None
+
+
+def _call_state(fold: Fold) -> _CallState:
+    state: _CallState | None = fold.extra
+    if state is None:
+        state = fold.extra = _CallState()
+    return state
+
+
+_NO_CALL_STATE: Final = _CallState()  # read-only: what a dispatch that needed none reads
 
 
 #: What :meth:`Rule.step` returns: go on, stop here (this hook decided), or go on with this
@@ -229,19 +251,20 @@ class _PreToolCallRule(_PreTurnRule):
         if value.confirm:
             # A pending confirmation: later hooks still run (a later deny wins); the runner
             # asks the user once every hook has had its say.
-            if fold.asked is None:
-                fold.asked = value
-                self._merge(fold, value)
-                return TENTATIVE
             self._merge(fold, value)
+            state = _call_state(fold)
+            if state.asked is None:
+                state.asked = value
+                return TENTATIVE
             return GO_ON
         if not value.allow:
             fold.result = value
             return STOP
         self._merge(fold, value)
         if value.decision is not None:
-            fold.extra = value  # the allow that carries the policy decision
-            fold.bound = _snapshot(fold.data.args)
+            state = _call_state(fold)
+            state.decided = value  # the allow that carries the policy decision
+            state.bound = _snapshot(fold.data.args)
         return GO_ON
 
     @staticmethod
@@ -257,10 +280,11 @@ class _PreToolCallRule(_PreTurnRule):
         if fold.result is not ALLOW:  # a hook denied
             result: HookResult = fold.result
             return result
-        decided: HookResult | None = fold.extra
-        if decided is not None and not _unchanged(fold.data.args, fold.bound):
+        state: _CallState = fold.extra or _NO_CALL_STATE
+        decided = state.decided
+        if decided is not None and not _unchanged(fold.data.args, state.bound):
             return _changed_after_policy(fold.data, decided)
-        asked = fold.asked
+        asked = state.asked
         if asked is not None:
             if fold.data is fold.original:
                 return asked

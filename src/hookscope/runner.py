@@ -17,7 +17,7 @@ import contextvars
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from time import perf_counter
 from typing import Any, Final, Generic, TypeVar, cast, final
 
@@ -259,13 +259,16 @@ class HookRunner:
 
     # --- the dispatch loop ---
 
-    async def dispatch(self, event: HookEvent, context: HookContext, data: Any) -> Dispatch[Any]:
-        """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2).
+    def dispatch(
+        self, event: HookEvent, context: HookContext, data: Any
+    ) -> Coroutine[Any, Any, Dispatch[Any]]:
+        """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2); await it.
 
         For adapters and scopes; agent loops use the scopes or the typed ``dispatch_*``
-        coroutines.
+        coroutines. (A plain function returning the loop's coroutine: no extra frame per
+        dispatch.)
         """
-        return await self._run(RULES[event], event, context, data)
+        return self._run(RULES[event], event, context, data)
 
     async def _run(
         self, rule: Rule[R], event: HookEvent, context: HookContext, data: Any
@@ -282,8 +285,9 @@ class HookRunner:
         tentative: str | None = None
         started = 0.0
         for registration in registrations:
+            data = fold.data  # as the previous hook left it
             matcher = registration.matcher
-            if matcher is not None and not matcher.matches(call_of(context, fold.data), context):
+            if matcher is not None and not matcher.matches(call_of(context, data), context):
                 continue
             if observed:
                 started = perf_counter()
@@ -291,11 +295,11 @@ class HookRunner:
             step = GO_ON
             try:
                 if registration.direct:
-                    value = registration.call(context, fold.data)
+                    value = registration.call(context, data)
                     if registration.is_async or (value is not None and is_awaitable(value)):
                         value = await value
                 else:  # timed, or a command/prompt hook whose run observers see
-                    value = await self._call_guarded(registration, event, context, fold.data)
+                    value = await self._call_guarded(registration, event, context, data)
                 if value is not None:  # None never stops a dispatch nor breaks a rule
                     step = rule.step(fold, value)
             except Exception as exc:
