@@ -204,12 +204,25 @@ class HookMatcher:
         """Whether the matcher narrows calls at all (a matcher with no criteria matches all)."""
         return self._names is not None or self.paths is not None or self.tiers is not None
 
-    def matches(self, call: ToolCall, context: HookContext | None = None) -> bool:
-        """Whether ``call`` (made in ``context``) is one the hook should see."""
+    def admits(self, context: HookContext, data: Any) -> bool:
+        """:meth:`matches` for the data a tool event dispatches (a call, a result, an error),
+        in one call: the dispatch loop asks this for every hook with a matcher."""
+        kind = type(data)
+        call = (
+            data
+            if kind is ToolCall
+            else data.call
+            if kind is ToolResult
+            else call_of(context, data)
+        )
         if self._names_only:
             names = self._names
             assert names is not None
             return call.name in names or (call.server is not None and call.qualified_name in names)
+        return self.matches(call, context)
+
+    def matches(self, call: ToolCall, context: HookContext | None = None) -> bool:
+        """Whether ``call`` (made in ``context``) is one the hook should see."""
         if self._names is not None and not self._matches_tool(call):
             return False
         if self._path_regex is not None and not self._matches_path(call.args):

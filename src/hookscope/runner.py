@@ -51,7 +51,6 @@ from hookscope.context import (
     TurnContext,
 )
 from hookscope.hooks import CategoryHook, Hook, HookEvent
-from hookscope.matching import call_of
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -287,7 +286,7 @@ class HookRunner:
         for registration in registrations:
             data = fold.data  # as the previous hook left it
             matcher = registration.matcher
-            if matcher is not None and not matcher.matches(call_of(context, data), context):
+            if matcher is not None and not matcher.admits(context, data):
                 continue
             if observed:
                 started = perf_counter()
