@@ -28,6 +28,7 @@ from hookscope.types import (
     ResponseAction,
     ResponseDecision,
     ToolCall,
+    holds_only_immutables,
 )
 
 logger = logging.getLogger("hookscope")
@@ -185,18 +186,6 @@ def _check_result(value: Any) -> None:
         )
 
 
-_IMMUTABLE: Final = (str, int, float, bool, bytes, type(None), frozenset)
-_IMMUTABLE_TYPES: Final = frozenset(_IMMUTABLE)
-
-
-def _all_immutable(args: Mapping[str, Any]) -> bool:
-    types = _IMMUTABLE_TYPES
-    for value in args.values():
-        if type(value) not in types and not isinstance(value, _IMMUTABLE):
-            return False
-    return True
-
-
 def freeze_call(call: ToolCall) -> ToolCall:
     """``call`` with read-only arguments.
 
@@ -211,7 +200,7 @@ def freeze_call(call: ToolCall) -> ToolCall:
 def _snapshot(args: Mapping[str, Any]) -> Any:
     """What a policy decided on: the read-only mapping itself, or a deep copy when it holds
     mutable values (which a later hook could change in place)."""
-    if _all_immutable(args):
+    if holds_only_immutables(args):
         return args
     return copy.deepcopy(dict(args))
 

@@ -160,7 +160,8 @@ class Notifier:
         self.observers: tuple[object, ...] = tuple(observers)
         self.active = bool(observers)
         self._scope_started = bound("scope_started")
-        self._scope_ended = bound("scope_ended")
+        # Reversed: observers unwind what they attached when the scope started, innermost first.
+        self._scope_ended = bound("scope_ended")[::-1]
         self._dispatch_started = bound("dispatch_started")
         self._hook_finished = bound("hook_finished")
         self._dispatch_finished = bound("dispatch_finished")
@@ -177,7 +178,7 @@ class Notifier:
     def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
         """A scope closed; ``error`` is what ended it abnormally, cancellation included."""
         if self._scope_ended:
-            self._notify(self._scope_ended[::-1], context, error)
+            self._notify(self._scope_ended, context, error)
 
     def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
         """``event`` is about to run its hooks on ``data``."""

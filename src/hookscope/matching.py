@@ -21,7 +21,7 @@ from typing import Any, Final, final
 from hookscope.context import HookContext, OperationContext
 from hookscope.types import ToolCall, ToolResult
 
-__all__ = ["PATH_ARGUMENTS", "TIERS_KEY", "TOOL_EVENTS", "HookMatcher", "call_of"]
+__all__ = ["PATH_ARGUMENTS", "TIERS_KEY", "TOOL_EVENTS", "HookMatcher"]
 
 #: The context key under which a tier table (tool name → tier, ``"*"`` for the default) is
 #: stored; :class:`hookscope.builtins.ToolTiers` puts its table there when a session starts.
@@ -207,14 +207,8 @@ class HookMatcher:
     def admits(self, context: HookContext, data: Any) -> bool:
         """:meth:`matches` for the data a tool event dispatches (a call, a result, an error),
         in one call: the dispatch loop asks this for every hook with a matcher."""
-        kind = type(data)
-        call = (
-            data
-            if kind is ToolCall
-            else data.call
-            if kind is ToolResult
-            else call_of(context, data)
-        )
+        # The pre_tool_call case inline: it is the one every guard hook meets.
+        call = data if type(data) is ToolCall else _call_of(context, data)
         if self._names_only:
             names = self._names
             assert names is not None
@@ -286,10 +280,8 @@ class HookMatcher:
         return f"HookMatcher({', '.join(given)})"
 
 
-def call_of(context: HookContext, data: Any) -> ToolCall:
-    """The call a tool event concerns: the (effective) call itself, or the operation's."""
-    if type(data) is ToolCall:
-        return data
+def _call_of(context: HookContext, data: Any) -> ToolCall:
+    """The call a ``post_tool_call`` or ``on_tool_error`` dispatch concerns."""
     if type(data) is ToolResult:
         return data.call
     call = context.call if isinstance(context, OperationContext) else None

@@ -36,7 +36,20 @@ __all__ = [
 
 
 # Values a call's arguments may hold as they are: nothing in them can change.
-_IMMUTABLE_TYPES = frozenset({str, int, float, bool, bytes, type(None), frozenset})
+_IMMUTABLE = (str, int, float, bool, bytes, type(None), frozenset)
+_IMMUTABLE_TYPES = frozenset(_IMMUTABLE)
+
+
+def holds_only_immutables(args: Mapping[str, Any]) -> bool:
+    """Whether no value in ``args`` can change in place (so a reference is as good as a copy).
+
+    For the runner; not part of the public API.
+    """
+    types = _IMMUTABLE_TYPES
+    for value in args.values():
+        if type(value) not in types and not isinstance(value, _IMMUTABLE):
+            return False
+    return True
 
 
 class HookscopeError(Exception):
