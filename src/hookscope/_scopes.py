@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 from hookscope._events import ALLOW, freeze_call
 from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
@@ -50,7 +50,8 @@ def is_cancellation(error: BaseException) -> bool:
     return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
 
 
-def _ended_by(error: BaseException) -> TurnOutcome:
+def _ended_by(error: BaseException) -> Literal["cancelled", "failed"]:
+    """How a session or turn that ``error`` ended is recorded."""
     return "cancelled" if is_cancellation(error) else "failed"
 
 
@@ -138,7 +139,7 @@ class SessionScope:
         if error is None:
             context.outcome = "completed"
         else:
-            context.outcome = "cancelled" if is_cancellation(error) else "failed"
+            context.outcome = _ended_by(error)
         self._state = _CLOSED
         try:
             await self._runner.dispatch_on_session_end(context)
