@@ -1,12 +1,10 @@
-"""Kept for tests not yet moved to :mod:`hookscope.testing`, which now holds these helpers."""
+"""One test-only helper; the span and metric helpers live in :mod:`hookscope.testing`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hookscope.testing import VOLATILE, metric_points, span_tree
-
-__all__ = ["VOLATILE", "attrs", "metric_points", "span_tree"]
+__all__ = ["attrs"]
 
 
 def attrs(**values: Any) -> frozenset[tuple[str, Any]]:

@@ -24,8 +24,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from hookscope.cli import main
 from hookscope.demo import DemoAgent
 from hookscope.telemetry import OTelHook
+from hookscope.testing import metric_points
 
-from .otel_helpers import attrs, metric_points
+from .otel_helpers import attrs
 
 HOOKSCOPE = Path(sys.executable).parent / "hookscope"
 

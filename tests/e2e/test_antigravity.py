@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from hookscope.integrations.antigravity import AntigravityInstrumentor
 from hookscope.integrations.antigravity import hooks as hookscope_hooks
-from tests.otel_helpers import attrs, metric_points, span_tree
+from hookscope.testing import metric_points, span_tree
+from tests.otel_helpers import attrs
 from tests.support.openai_server import Call, Reply, ScriptedOpenAIServer
 
 pytestmark = pytest.mark.e2e

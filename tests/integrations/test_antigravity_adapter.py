@@ -22,8 +22,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope.integrations.antigravity import AntigravityInstrumentor
+from hookscope.testing import metric_points, span_tree
 
-from ..otel_helpers import attrs, metric_points, span_tree
+from ..otel_helpers import attrs
 from .fake_harness import FakeHarness, fake_config
 
 AGENT = "bot"
