@@ -374,7 +374,9 @@ class AuditLog(DispatchObserver):
         entry["duration_s"] = round(perf_counter() - record.started, 6)
         if self.include_args and call is not None:
             entry["args"] = redact_json(call.args, values=self.redact_values)
-        return (_encode(entry) + "\n").encode()
+        # A lone surrogate in an argument (model output) stands inside a JSON string, where
+        # backslashreplace writes the JSON escape: the line is valid JSON and never dropped.
+        return (_encode(entry) + "\n").encode("utf-8", "backslashreplace")
 
 
 def _outcome(record: _Call, error: BaseException | None) -> str:
