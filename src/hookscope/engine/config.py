@@ -14,16 +14,15 @@ entry and the fix, in one :class:`ConfigError`; nothing is built from a file tha
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final, overload
 
+from hookscope._reader import MAX_BYTES, InputError, read_json, read_toml
 from hookscope.engine._reference import build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
@@ -32,11 +31,6 @@ from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
 from hookscope.types import HookscopeError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["ConfigError", "HookEntry", "HookTable", "load"]
 
@@ -124,23 +118,11 @@ class _Problems:
         self.found.append(f"{entry}: {problem}")
 
 
-def _read(path: Path) -> tuple[Any, str]:
-    """The decoded file and the prefix under which its hooks live (for entry names)."""
+def _read(path: Path, content: bytes | None = None) -> tuple[Any, str]:
+    """The decoded file (``content``, when the caller read it already) and the prefix under
+    which its hooks live (for entry names), by the one reader of untrusted input."""
     label = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(label, ["file not found; check the path"]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text), ""
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                label, [f"line {error.lineno}: invalid JSON ({error.msg}); fix the syntax"]
-            ) from None
-    if path.suffix != ".toml":
+    if path.suffix not in (".json", ".toml"):
         raise ConfigError(
             label,
             [
@@ -148,10 +130,16 @@ def _read(path: Path) -> tuple[Any, str]:
                 "settings .json file"
             ],
         )
+    if content is None:
+        content = read_config_bytes(path)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(label, [f"invalid TOML ({error}); fix the syntax"]) from None
+        if path.suffix == ".json":
+            return read_json(content, label), ""
+        data = read_toml(content, label)
+    except InputError as error:
+        where = "" if error.line is None else f"line {error.line}: "
+        fix = "; fix the syntax" if error.problem.startswith("invalid") else ""
+        raise ConfigError(label, [f"{where}{error.problem}{fix}"]) from None
     if path.name == "pyproject.toml":
         section = data.get("tool", {}).get("hookscope")
         if section is None:
@@ -161,6 +149,25 @@ def _read(path: Path) -> tuple[Any, str]:
             )
         return section, "tool.hookscope."
     return data, ""
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """A configuration file's bytes, at most :data:`~hookscope._reader.MAX_BYTES` of them.
+
+    Raises:
+        ConfigError: the file is missing, unreadable or too large.
+    """
+    label = str(path)
+    try:
+        with path.open("rb") as file:
+            content = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(label, ["file not found; check the path"]) from None
+    except OSError as error:
+        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
+    if len(content) > MAX_BYTES:
+        raise ConfigError(label, [f"is larger than {MAX_BYTES} bytes; hookscope reads no more"])
+    return content
 
 
 def _project_dir(path: Path | None) -> Path:
