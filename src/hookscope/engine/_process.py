@@ -203,16 +203,26 @@ async def run_program(
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[None] = loop.create_future()
     mark = os.urandom(8).hex()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(exited, loop),
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        cwd=cwd,
-        env={**env, RUN_MARK: mark},
+    spawn = asyncio.ensure_future(
+        loop.subprocess_exec(
+            lambda: _Protocol(exited, loop),
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            cwd=cwd,
+            env={**env, RUN_MARK: mark},
+        )
     )
+    try:
+        # Shielded: cancelled half-way, asyncio would kill the program but not its children.
+        transport, protocol = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            transport, protocol = await spawn
+            _abandon(asyncio.subprocess.Process(transport, protocol, loop), exited, mark)
+        raise
     process = asyncio.subprocess.Process(transport, protocol, loop)
     out: list[bytes] = []
     err: list[bytes] = []
@@ -326,11 +336,13 @@ async def _reap(
         await exited
         raise
     finally:
-        # Read the pipes to their end (the run is gone, so the end comes): the transport
-        # closes only then. A process out of reach could hold them: give up after the grace.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(
-                asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
-            )
-        transport = process._transport  # type: ignore[attr-defined]
-        transport.close()
+        try:
+            # Read the pipes to their end (the run is gone, so the end comes): the transport
+            # closes only then. A process out of reach could hold them: give up after grace.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
+                )
+        finally:
+            transport = process._transport  # type: ignore[attr-defined]
+            transport.close()

@@ -133,7 +133,8 @@ def _check(args: argparse.Namespace) -> int:
     from hookscope.engine.config import load
 
     path = Path(args.file) if args.file else _default_file()
-    table = load(path, tool_aliases=_aliases(args))
+    # References are resolved, never called: checking a file must not run its code.
+    table = load(path, tool_aliases=_aliases(args), call_references=False)
     rows = [("EVENT", "MATCHER", "TYPE", "TIMEOUT", "ON FAILURE", "NAME")]
     for entry in table.entries:
         hook = entry.hook
