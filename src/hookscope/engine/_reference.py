@@ -190,4 +190,4 @@ def _class_events(cls: type) -> list[str] | None:
         return [event] if isinstance(event, str) else None  # set per instance: unknown here
     if issubclass(cls, DispatchObserver):
         return None
-    return None  # duck-typed hooks show their events only once built
+    return []  # as load() finds for an instance of it: no event it handles
