@@ -143,7 +143,10 @@ class PromptHook(CategoryHook):
             HookFailure: the call failed or the answer is not ``{"ok", "reason"}``.
         """
         event: HookEvent = self.event
-        envelope = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        try:
+            envelope = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        except Exception as error:  # a value that cannot be shown: this hook failed, loudly
+            raise HookFailure(f"cannot be given its input ({type(error).__name__})") from None
         body = {
             "model": self.model,
             "stream": False,
