@@ -34,7 +34,7 @@ from hookscope.integrations.claude_agent_sdk.values import (
     tool_call,
     usage,
 )
-from hookscope.types import ChatResponse, LlmRequest, Usage
+from hookscope.types import ChatResponse, LlmRequest, LlmResponse, Usage
 
 __all__ = ["Conversation", "TurnFailed"]
 
@@ -149,6 +149,11 @@ class Conversation:
         if not turn.allowed or turn.ended:
             return ToolVerdict(False, call, "the turn was blocked")
         lane = self._lane(data.get("agent_id"))
+        if lane.chat_open:
+            # The model call that asked for this tool is over. A subagent's messages reach the
+            # stream late (its last one never), so its calls end here, without usage.
+            lane.chat_open = False
+            turn.model_call_finished(LlmResponse(self.model, provider=PROVIDER), lane.run)
         op = turn.open_tool(call, lane.run)
         self.ops.add(op, call.id)
         lane.waiting.add(call.id)
@@ -239,7 +244,9 @@ class Conversation:
         if message_id and message_id == lane.message_id:
             return  # another content block of the same model response
         lane.message_id = message_id
-        if not lane.chat_open:  # a call whose start nobody saw (a background subagent …)
+        if not lane.chat_open:
+            if lane.run is not None:  # a subagent's message, late: its call was ended already
+                return
             turn.model_call_started(LlmRequest(response.model, provider=PROVIDER), lane.run)
         lane.chat_open = False
         turn.model_call_finished(response, lane.run)
