@@ -181,13 +181,14 @@ async def run_governed(claude: ClaudeEnv, base: Path, tag: str) -> tuple[Any, Re
         return seen, rec
 
 
-def allowed(tool: str, by: str = "PolicyEnforcer", server: str | None = None) -> list[Any]:
-    attributes = {
-        "hookscope.policy.decided_by": by,
+def allowed(tool: str, by: str | None = "PolicyEnforcer", server: str | None = None) -> list[Any]:
+    attributes: dict[str, Any] = {
         "hookscope.policy.decision": "allow",
         "hookscope.policy.outcome": "allowed",
         "hookscope.tool.outcome": "succeeded",
     }
+    if by is not None:
+        attributes["hookscope.policy.decided_by"] = by
     if server is not None:
         attributes["hookscope.tool.server"] = server
     return [f"execute_tool {tool}", attributes]
@@ -607,3 +608,117 @@ async def test_a_subagent_is_an_invoke_agent_span_under_the_call_that_started_it
             ]
         ],
     )
+
+
+# --- three sessions at once through one runner -----------------------------------------------
+
+
+async def test_three_concurrent_sessions_through_one_runner_stay_apart(
+    claude: ClaudeEnv, tmp_path: Path
+) -> None:
+    for i in range(3):
+        claude.server.resolver.script[f"[par-{i}] go"] = [
+            {"tool_calls": [{"name": "mcp__calc__add", "arguments": {"a": i, "b": 10}}]},
+            {"text": "sum {tool_result}"},
+        ]
+    with recording() as rec:
+        runner = HookRunner([rec.hook])
+        options = [
+            govern(claude.options(tmp_path / f"par-{i}"), runner, agent_name=f"par{i}")
+            for i in range(3)
+        ]
+        seen = await asyncio.gather(*(converse(options[i], [f"[par-{i}] go"]) for i in range(3)))
+        await settled()
+    assert [s.results for s in seen] == [["sum 10"], ["sum 11"], ["sum 12"]]
+    trees = sorted(tree(rec), key=lambda t: t[0])
+    assert [t[0] for t in trees] == ["session par0", "session par1", "session par2"]
+    for i, session in enumerate(trees):
+        same_tree(
+            session,
+            [
+                f"session par{i}",
+                {"hookscope.session.outcome": "completed"},
+                [turn(f"par{i}", [chat(), allowed("add", None, "calc"), chat()])],
+            ],
+        )
+    ids = {s.attributes["session.id"] for s in rec.spans if s.attributes}
+    assert len(ids) == 3  # one CLI session id each, and every span carries its own
+    assert totals(rec, "hookscope.sessions", "gen_ai.agent.name") == {
+        ("par0",): 1,
+        ("par1",): 1,
+        ("par2",): 1,
+    }
+
+
+# --- cancellation -----------------------------------------------------------------------------
+
+
+async def test_an_interrupted_turn_ends_cancelled_with_its_call(
+    claude: ClaudeEnv, tmp_path: Path
+) -> None:
+    from claude_agent_sdk import ClaudeSDKClient, ResultMessage, create_sdk_mcp_server, tool
+
+    started = asyncio.Event()
+
+    @tool("wait", "Wait for a long time", {})
+    async def wait(args: dict[str, Any]) -> dict[str, Any]:
+        started.set()
+        await asyncio.sleep(60)
+        return {"content": [{"type": "text", "text": "late"}]}
+
+    claude.server.resolver.script["[cancel] go"] = [
+        {"tool_calls": [{"name": "mcp__slow__wait", "arguments": {}}]},
+        {"text": "never"},
+    ]
+    with recording() as rec:
+        options = claude.options(
+            tmp_path / "cancel",
+            mcp_servers={"slow": create_sdk_mcp_server("slow", tools=[wait])},
+            allowed_tools=["mcp__slow__wait"],
+        )
+        results: list[Any] = []
+        async with ClaudeSDKClient(
+            govern(options, HookRunner([rec.hook]), agent_name="c")
+        ) as client:
+            await client.query("[cancel] go")
+
+            async def interrupt() -> None:
+                await asyncio.wait_for(started.wait(), 60)
+                await client.interrupt()
+
+            interrupting = asyncio.create_task(interrupt())
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    results.append(message)
+            await interrupting
+        await settled()
+    assert [r.terminal_reason for r in results] == ["aborted_tools"]
+    same_tree(
+        tree(rec),
+        [
+            [
+                "session c",
+                {"hookscope.session.outcome": "completed"},
+                [
+                    [
+                        "invoke_agent c",
+                        {"hookscope.turn.outcome": "cancelled", "error.type": "CancelledError"},
+                        [
+                            chat(),
+                            [
+                                "execute_tool wait",
+                                {
+                                    "hookscope.tool.server": "slow",
+                                    "hookscope.policy.decision": "allow",
+                                    "hookscope.policy.outcome": "allowed",
+                                    "hookscope.tool.outcome": "failed",
+                                    "error.type": "CancelledError",
+                                },
+                            ],
+                        ],
+                    ]
+                ],
+            ]
+        ],
+    )
+    assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {("cancelled",): 1}

@@ -63,6 +63,7 @@ class Conversation:
 
     __slots__ = (
         "_lanes",
+        "_unsettled",
         "_usage",
         "governor",
         "model",
@@ -79,6 +80,7 @@ class Conversation:
         self.ops: OpIndex[ToolOp] = OpIndex()
         self._lanes: dict[str | None, _Lane] = {None: _Lane(None)}
         self._usage: list[Usage] = []
+        self._unsettled: dict[str, str] = {}
 
     @property
     def turn(self) -> Turn | None:
@@ -89,6 +91,7 @@ class Conversation:
 
     async def prompt(self, prompt: str) -> Turn:
         """A prompt was submitted: a new turn (``pre_turn`` decides)."""
+        self._settle()
         turn = await self.session.start_turn(prompt)
         self._usage = []
         self._lanes = {None: _Lane(None)}
@@ -109,6 +112,7 @@ class Conversation:
         Returns:
             ``None`` when the turn ended; otherwise the request to go on (its ``text``).
         """
+        self._settle()
         turn = self.session.turn
         if turn is None:
             return None
@@ -132,6 +136,7 @@ class Conversation:
             return None
         reason = str(message.get("terminal_reason") or "")
         if reason.startswith("aborted"):
+            self._unsettled.clear()  # interrupted, not refused: the turn's end closes them
             return turn.end(asyncio.CancelledError(f"the turn was interrupted ({reason})"))
         if message.get("is_error"):
             errors = message.get("errors") or [message.get("subtype") or "error result"]
@@ -144,6 +149,7 @@ class Conversation:
         self, data: Mapping[str, Any], tool_use_id: str | None, native_ask: bool
     ) -> ToolVerdict:
         """``PreToolUse``: open the call and let the runner decide."""
+        self._settle()
         turn = await self.current_turn()
         call = tool_call(str(data.get("tool_name", "")), data.get("tool_input"), tool_use_id)
         if not turn.allowed or turn.ended:
@@ -190,13 +196,13 @@ class Conversation:
         """The call ``tool_use_id`` names, if known."""
         return self.ops.find(call_id=tool_use_id or "")
 
-    def _closed(self, op: ToolOp) -> None:
+    def _closed(self, op: ToolOp, expect_model: bool = True) -> None:
         self.ops.close(op)
         lane = self._lanes.get(op.run.run_id if op.run is not None else None)
         if lane is None:
             return
         lane.waiting.discard(op.call_id)
-        if not lane.waiting:
+        if not lane.waiting and expect_model:
             self._expect_model(op.run.run_id if op.run is not None else None)
 
     # --- subagents ---
@@ -230,6 +236,7 @@ class Conversation:
 
     def assistant(self, message: Mapping[str, Any], parent_tool_use_id: str | None) -> None:
         """An assistant message: it ends the model call its lane was waiting on."""
+        self._settle()
         turn = self.session.turn
         if turn is None or turn.ended:
             return
@@ -254,12 +261,21 @@ class Conversation:
             self._usage.append(response.usage)
 
     def tool_result(self, block: Mapping[str, Any]) -> None:
-        """A tool result in the stream: a call still open got no ``PostToolUse`` (refused)."""
+        """A tool result in the stream for a call still open: it got no ``PostToolUse``.
+
+        Either Claude's own permission check refused the call, or the user interrupted the
+        turn. Which one shows next: a result that says the turn was aborted ends it (and the
+        call) cancelled; anything else the conversation does settles it as refused.
+        """
         tool_use_id = str(block.get("tool_use_id") or "")
         op = self.ops.find(call_id=tool_use_id)
         if op is not None and not op.scope.ended and op.phase == "allowed":
-            content = block.get("content")
-            self.refused(tool_use_id, content if isinstance(content, str) else "")
+            self._unsettled[tool_use_id] = _text(block.get("content"))
+
+    def _settle(self) -> None:
+        unsettled, self._unsettled = self._unsettled, {}
+        for tool_use_id, text in unsettled.items():
+            self.refused(tool_use_id, text)
 
     def _lane(self, agent_id: Any) -> _Lane:
         lane = self._lanes.get(agent_id) if isinstance(agent_id, str) else None
@@ -291,6 +307,14 @@ class Conversation:
         if turn is not None and error is None:
             await turn.end(TurnInterrupted("the CLI exited during the turn"))
         await self.session.end(error)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
 
 
 def _total(usages: list[Usage]) -> Usage | None:
