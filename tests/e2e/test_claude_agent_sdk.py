@@ -722,3 +722,153 @@ async def test_an_interrupted_turn_ends_cancelled_with_its_call(
         ],
     )
     assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {("cancelled",): 1}
+
+
+# --- the instrumentor: in process, uninstrument, zero code ------------------------------------
+
+
+async def test_the_instrumentor_governs_new_clients_and_uninstrument_restores_the_sdk(
+    claude: ClaudeEnv, tmp_path: Path
+) -> None:
+    from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+    from hookscope.integrations.claude_agent_sdk import ClaudeAgentSdkInstrumentor
+
+    for tag in ("inst-a", "inst-b"):
+        for step in ("one", "two"):
+            claude.server.resolver.script[f"[{tag}] {step}"] = [
+                {"tool_calls": [{"name": "Bash", "arguments": {"command": f"echo {tag}-{step}"}}]},
+                {"text": "got {tool_result}"},
+            ]
+    policy = enforce([deny("Bash", when=lambda a: "-two" in a["command"], reason="not two")])
+    instrumentor = ClaudeAgentSdkInstrumentor()
+    with recording() as rec:
+        instrumentor.instrument(runner=HookRunner([rec.hook, policy]), agent_name="auto")
+        try:
+            answers: list[str] = []
+            async with ClaudeSDKClient(claude.options(tmp_path / "a")) as governed:
+                await governed.query("[inst-a] one: go")
+                async for message in governed.receive_response():
+                    if isinstance(message, ResultMessage):
+                        answers.append(message.result or "")
+                instrumentor.uninstrument()
+                # Sessions in flight stay governed until they end.
+                await governed.query("[inst-a] two: go")
+                async for message in governed.receive_response():
+                    if isinstance(message, ResultMessage):
+                        answers.append(message.result or "")
+            untraced = await converse(claude.options(tmp_path / "b"), ["[inst-b] two: go"])
+        finally:
+            if instrumentor.is_instrumented_by_opentelemetry:
+                instrumentor.uninstrument()
+        await settled()
+    assert answers[0] == "got inst-a-one"
+    assert "not two" in answers[1]
+    assert untraced.results == ["got inst-b-two"]  # the SDK is itself again: no policy
+    same_tree(
+        tree(rec),
+        [
+            [
+                "session auto",
+                {"hookscope.session.outcome": "completed"},
+                [
+                    turn("auto", [chat(), allowed("Bash"), chat()]),
+                    turn("auto", [chat(), denied("Bash", "PolicyEnforcer"), chat()]),
+                ],
+            ]
+        ],
+    )
+
+
+def console_spans(output: str) -> list[dict[str, Any]]:
+    """The spans the console exporter printed (JSON objects), in print order."""
+    import json
+
+    decoder = json.JSONDecoder()
+    spans, index = [], 0
+    while (start := output.find("{", index)) != -1:
+        try:
+            value, index = decoder.raw_decode(output, start)
+        except json.JSONDecodeError:
+            index = start + 1
+            continue
+        if isinstance(value, dict) and "context" in value and "name" in value:
+            spans.append(value)
+    return spans
+
+
+async def test_zero_code_hookscope_config_governs_an_unchanged_app(
+    claude: ClaudeEnv, tmp_path: Path
+) -> None:
+    import os
+    import sys
+
+    claude.server.resolver.script.update(
+        {
+            "[zero] one": [
+                {"tool_calls": [{"name": "Bash", "arguments": {"command": "echo zero-one"}}]},
+                {"text": "one: {tool_result}"},
+            ],
+            "[zero] two": [
+                {"tool_calls": [{"name": "Bash", "arguments": {"command": "rm -rf ./all"}}]},
+                {"text": "two: {tool_result}"},
+            ],
+        }
+    )
+    config = tmp_path / "hookscope.toml"
+    config.write_text(
+        "[[hooks.pre_tool_call]]\n"
+        'matcher = "Bash"\n'
+        'type = "command"\n'
+        'command = "grep -q \'rm -rf\' && echo \'{\\"allow\\": false, \\"message\\": '
+        '\\"no rm from the config\\"}\' || true"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "work").mkdir()
+    env = {
+        **os.environ,
+        "HOOKSCOPE_CONFIG": str(config),
+        "SCRIPTED_MODEL_URL": claude.server.base_url,
+        "APP_HOME": str(claude.home),
+        "APP_WORKDIR": str(tmp_path / "work"),
+        "OTEL_SERVICE_NAME": "claude-zero-code",
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "PYTHONWARNINGS": "ignore",
+        # OpenInference's instrumentor (installed for the comparison) has this entry point
+        # name; hookscope's is hookscope_claude_agent_sdk.
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "claude_agent_sdk",
+    }
+    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
+    process = await asyncio.create_subprocess_exec(
+        str(instrument),
+        sys.executable,
+        "-m",
+        "tests.support.claude_app",
+        cwd=str(Path(__file__).parents[2]),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    stdout, stderr = out.decode(), err.decode()
+    assert process.returncode == 0, stderr[-3000:]
+    assert "answer: one: zero-one" in stdout
+    assert "no rm from the config" in stdout
+    spans = console_spans(stdout)
+    tools = sorted(
+        (s["attributes"]["gen_ai.tool.name"], s["attributes"]["hookscope.tool.outcome"])
+        for s in spans
+        if s["name"].startswith("execute_tool")
+    )
+    assert tools == [("Bash", "denied"), ("Bash", "succeeded")]
+    names = sorted(s["name"] for s in spans if not s["name"].startswith(("execute_tool", "chat")))
+    assert names == [
+        "execute_hook grep",  # the config's command hook, once per Bash call
+        "execute_hook grep",
+        "invoke_agent claude-agent-sdk",
+        "invoke_agent claude-agent-sdk",
+        "session claude-agent-sdk",
+    ]

@@ -30,6 +30,7 @@ class ClaudeAgentSdkInstrumentor(KitInstrumentor):
 
     sdk = "claude-agent-sdk"
     instruments = INSTRUMENTS
+    default_agent_name = "claude-agent-sdk"
     _ask: Any = "confirm"
 
     def _instrument(self, **kwargs: Any) -> None:
