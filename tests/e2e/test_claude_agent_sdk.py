@@ -872,3 +872,58 @@ async def test_zero_code_hookscope_config_governs_an_unchanged_app(
         "invoke_agent claude-agent-sdk",
         "session claude-agent-sdk",
     ]
+
+
+# --- identity, and the adapter failing closed -------------------------------------------------
+
+
+async def test_an_application_session_id_is_kept_and_the_cli_id_is_the_conversation_id(
+    claude: ClaudeEnv, tmp_path: Path
+) -> None:
+    from opentelemetry import baggage
+    from opentelemetry import context as otel_context
+
+    claude.server.resolver.script["[ident] go"] = [{"text": "hello"}]
+    with recording() as rec:
+        options = govern(claude.options(tmp_path / "ident"), HookRunner([rec.hook]))
+        token = otel_context.attach(baggage.set_baggage("session.id", "app-session-42"))
+        try:
+            await converse(options, ["[ident] go"])
+        finally:
+            otel_context.detach(token)
+        await settled()
+    ids = {(s.attributes or {}).get("session.id") for s in rec.spans}
+    assert ids == {"app-session-42"}
+    session = next(s for s in rec.spans if s.name.startswith("session "))
+    conversation = (session.attributes or {})["gen_ai.conversation.id"]
+    assert conversation != "app-session-42"
+    assert len(conversation) == 36  # the CLI's session UUID
+
+
+async def test_an_adapter_failure_denies_the_call(
+    claude: ClaudeEnv,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from hookscope.integrations.claude_agent_sdk.conversation import Conversation
+
+    async def broken(self: Any, *args: Any) -> Any:
+        raise RuntimeError("adapter bug")
+
+    monkeypatch.setattr(Conversation, "pre_tool", broken)
+    claude.server.resolver.script["[broken] go"] = [
+        {
+            "tool_calls": [
+                {"name": "Bash", "arguments": {"command": "echo should-not-run > ran.txt"}}
+            ]
+        },
+        {"text": "after: {tool_result}"},
+    ]
+    options = govern(claude.options(tmp_path / "broken"), HookRunner())
+    seen = await converse(options, ["[broken] go"])
+    await settled()
+    assert not (tmp_path / "broken" / "ran.txt").exists()
+    assert "its claude-agent-sdk adapter failed (RuntimeError)" in seen.results[0]
+    assert "adapter bug" not in seen.results[0]  # exception text may carry secrets
+    assert "failing closed" in caplog.text
