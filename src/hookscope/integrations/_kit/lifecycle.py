@@ -55,9 +55,6 @@ __all__ = ["Phase", "Session", "SubagentRun", "ToolOp", "Turn"]
 
 Phase = Literal["deciding", "asking", "allowed", "denied", "done"]
 
-_ACCEPT = ResponseDecision()
-_PROCEED = RequestDecision()
-
 
 class Session:
     """One SDK conversation, open from the first prompt to the client's end.
@@ -243,7 +240,8 @@ class Turn:
         notifier = self.runner.notifier
         with (run.scope if run is not None else self.scope).current():
             notifier.dispatch_started("pre_llm_request", context, request)
-            notifier.dispatch_finished("pre_llm_request", context, request, _PROCEED, None)
+            # No decision: no hook ran, so telemetry records no guardrail verdict.
+            notifier.dispatch_finished("pre_llm_request", context, request, None, None)
 
     def model_call_finished(self, response: LlmResponse, run: SubagentRun | None = None) -> None:
         """The model answered: its span ends with model, usage and finish reasons."""
@@ -253,7 +251,7 @@ class Turn:
             self._chats.pop(id(context), None)
         notifier = self.runner.notifier
         notifier.dispatch_started("on_llm_response", context, response)
-        notifier.dispatch_finished("on_llm_response", context, response, _ACCEPT, None)
+        notifier.dispatch_finished("on_llm_response", context, response, None, None)
 
     # --- model calls, governed (SDKs with model hooks) ---
 
