@@ -927,3 +927,74 @@ async def test_an_adapter_failure_denies_the_call(
     assert "its claude-agent-sdk adapter failed (RuntimeError)" in seen.results[0]
     assert "adapter bug" not in seen.results[0]  # exception text may carry secrets
     assert "failing closed" in caplog.text
+
+
+# --- query() and compaction -------------------------------------------------------------------
+
+
+async def test_query_is_one_session_with_one_turn(claude: ClaudeEnv, tmp_path: Path) -> None:
+    from claude_agent_sdk import ResultMessage, query
+
+    claude.server.resolver.script["[oneshot] go"] = [
+        {"tool_calls": [{"name": "mcp__calc__add", "arguments": {"a": 1, "b": 1}}]},
+        {"text": "two: {tool_result}"},
+    ]
+    results: list[str] = []
+    with recording() as rec:
+        options = govern(
+            claude.options(tmp_path / "oneshot"), HookRunner([rec.hook]), agent_name="q"
+        )
+        async for message in query(prompt="[oneshot] go", options=options):
+            if isinstance(message, ResultMessage):
+                results.append(message.result or "")
+        await settled()
+    assert results == ["two: 2"]
+    same_tree(
+        tree(rec),
+        [
+            [
+                "session q",
+                {"hookscope.session.outcome": "completed"},
+                [turn("q", [chat(), allowed("add", None, "calc"), chat()])],
+            ]
+        ],
+    )
+
+
+async def test_compaction_runs_pre_compaction_hooks(claude: ClaudeEnv, tmp_path: Path) -> None:
+    claude.server.resolver.script["[compact] go"] = [{"text": "before compaction"}]
+    compacted: list[str] = []
+
+    @hooks.pre_compaction
+    def note(messages: Any) -> None:
+        compacted.append("pre_compaction")
+
+    with recording() as rec:
+        options = govern(
+            claude.options(tmp_path / "compact"), HookRunner([rec.hook, note]), agent_name="k"
+        )
+        seen = await converse(options, ["[compact] go", "/compact"])
+        await settled()
+    assert seen.results[0] == "before compaction"
+    assert compacted == ["pre_compaction"]
+    same_tree(
+        tree(rec),
+        [
+            [
+                "session k",
+                {"hookscope.session.outcome": "completed"},
+                [
+                    turn("k", [chat()]),
+                    # /compact: Claude's summarizing model call reaches no assistant message.
+                    [
+                        "invoke_agent k",
+                        {"hookscope.turn.outcome": "completed"},
+                        [["chat claude-sonnet-4-5", {}]],
+                    ],
+                ],
+            ]
+        ],
+    )
+    events = [name for name, _ in rec.span_tree()[0]["children"][1]["events"]]
+    assert "hookscope.pre_compaction" in events
+    assert totals(rec, "hookscope.compactions", "hookscope.compaction.stage") == {("pre",): 1}
