@@ -33,8 +33,11 @@ from typing import Final, final
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from hookscope._version import __version__
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._aggregated import BucketHistogram, Series, attach
 
 __all__ = [
     "FLUSH_THRESHOLD",
@@ -49,6 +52,12 @@ logger = logging.getLogger("hookscope")
 #: Queued histogram values that trigger an immediate flush: bounds memory between collections,
 #: and the pause a flush costs the agent (~15 µs per value on a small VM).
 FLUSH_THRESHOLD: Final = 1024
+#: Raw (agent, hook, event) keys whose hook-duration series are remembered; past it, a key is
+#: guarded and budgeted on every run (still correct, a little slower).
+_SERIES_CACHE: Final = 10_000
+_HOOK_DURATION_DESCRIPTION: Final = (
+    "Time each hook took per dispatch (hookscope's overhead on the agent)"
+)
 #: Distinct values of a guarded attribute an instrument reports before using ``_other``.
 DEFAULT_CARDINALITY_LIMIT: Final = 100
 #: Distinct attribute sets an instrument reports with their names; half the SDK's default
@@ -182,7 +191,7 @@ class _Counts:
 class _Histogram:
     """A histogram whose values are queued and recorded in batches."""
 
-    __slots__ = ("_attributes", "_boundaries", "_budget", "_histogram", "_names", "_pending")
+    __slots__ = ("_attributes", "_boundaries", "_histogram", "_pending", "budget", "names")
 
     def __init__(
         self,
@@ -193,8 +202,8 @@ class _Histogram:
         names: Sequence[str],
         boundaries: Sequence[float],
     ) -> None:
-        self._names = tuple(names)
-        self._budget = _Budget(self._names)
+        self.names = tuple(names)
+        self.budget = _Budget(self.names)
         self._boundaries = tuple(boundaries)
         self._histogram = meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
@@ -204,9 +213,14 @@ class _Histogram:
         self._pending: deque[tuple[float, Key, Context | None]] = deque()
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
 
+    @property
+    def instrument(self) -> object:
+        """The SDK (or API) histogram the values are recorded into."""
+        return self._histogram
+
     def record(self, value: float, key: Key, context: Context | None) -> None:
         """Queue ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
-        self._pending.append((value, self._budget(key), context))
+        self._pending.append((value, self.budget(key), context))
         if len(self._pending) >= FLUSH_THRESHOLD:
             self.flush()
 
@@ -227,7 +241,7 @@ class _Histogram:
                 return
             attributes = cache.get(key)
             if attributes is None:
-                attributes = cache[key] = _attributes(self._names, key)
+                attributes = cache[key] = _attributes(self.names, key)
             if context is not None:
                 slot = (key, bisect_left(boundaries, value))
                 if slot in offered:
@@ -250,8 +264,6 @@ class Instruments:
     def __init__(
         self, meter_provider: MeterProvider, cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT
     ) -> None:
-        from hookscope import __version__
-
         meter = meter_provider.get_meter(
             sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
         )
@@ -375,7 +387,7 @@ class Instruments:
             meter,
             sc.METRIC_HOOK_DURATION,
             "s",
-            "Time each hook took per dispatch (hookscope's overhead on the agent)",
+            _HOOK_DURATION_DESCRIPTION,
             (agent, hook, event),
             sc.HOOK_DURATION_BUCKETS_S,
         )
@@ -386,6 +398,21 @@ class Instruments:
             self.operation_duration,
             self.hook_duration,
         )
+        # Hook durations are many (every hook, every event): counted into their buckets in
+        # process and handed to readers at collection time, where the provider allows it.
+        self._hook_buckets: BucketHistogram | None = None
+        self._hook_series: dict[tuple[str, str, str], Series] = {}
+        sdk_histogram = self.hook_duration.instrument
+        buckets = BucketHistogram(
+            sc.METRIC_HOOK_DURATION,
+            "s",
+            _HOOK_DURATION_DESCRIPTION,
+            sc.HOOK_DURATION_BUCKETS_S,
+            getattr(sdk_histogram, "instrumentation_scope", None)
+            or InstrumentationScope(sc.INSTRUMENTATION_SCOPE, __version__, sc.SCHEMA_URL),
+        )
+        if attach(meter_provider, buckets, sdk_histogram):
+            self._hook_buckets = buckets
         # Queued histogram values must be recorded before the SDK aggregates a collection.
         # Observable callbacks run first, in registration order: the first counter flushes.
         self.tool_calls.before_observe = self.flush
@@ -394,6 +421,32 @@ class Instruments:
         """Record every queued histogram value now."""
         for histogram in self._histograms:
             histogram.flush()
+
+    def hook_ran(self, agent: str, hook_name: str, event: str, seconds: float) -> None:
+        """Count one hook run of ``seconds`` in ``hookscope.hook.duration``.
+
+        ``agent`` is already guarded; the hook name is guarded here. The hot path is one dict
+        lookup and one :meth:`BucketHistogram.add`: a guarded, budgeted key never changes
+        once seen, so its series is kept under the raw key.
+        """
+        buckets = self._hook_buckets
+        if buckets is None:  # a provider the in-process histogram cannot stand in for
+            self.hook_duration.record(seconds, (agent, self.hook_name(hook_name), event), None)
+            return
+        raw = (agent, hook_name, event)
+        series = self._hook_series.get(raw)
+        if series is None:
+            series = self._hook_series_of(buckets, raw)
+        buckets.add(series, seconds)
+
+    def _hook_series_of(self, buckets: BucketHistogram, raw: tuple[str, str, str]) -> Series:
+        agent, hook_name, event = raw
+        key = self.hook_duration.budget((agent, self.hook_name(hook_name), event))
+        names = self.hook_duration.names
+        series = buckets.series(key, lambda: _attributes(names, key))
+        if len(self._hook_series) < _SERIES_CACHE:  # bounded: a name per run would not grow it
+            self._hook_series[raw] = series
+        return series
 
 
 # The SDK hands back the instrument already registered when a name is created twice on one
