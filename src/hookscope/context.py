@@ -95,7 +95,9 @@ class SessionContext(HookContext):
     )
 
     def __init__(self, session_id: str, agent_name: str = "", provider: str | None = None) -> None:
-        super().__init__(None)
+        # HookContext.__init__, inlined: a context is made per scope, on the agent's hot path.
+        self._parent: HookContext | None = None
+        self._values: dict[str, Any] = {}
         self.session_id = session_id
         self.agent_name = agent_name
         self.provider = provider
@@ -124,7 +126,8 @@ class TurnContext(HookContext):
     __slots__ = ("outcome", "prompt", "session", "turn_index")
 
     def __init__(self, session: SessionContext, turn_index: int, prompt: Any = None) -> None:
-        super().__init__(session)
+        self._parent = session  # HookContext.__init__, inlined (see SessionContext)
+        self._values = {}
         self.session = session
         self.turn_index = turn_index
         self.prompt = prompt

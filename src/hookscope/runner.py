@@ -252,6 +252,13 @@ class HookRunner:
 
         return undo
 
+    def idle(self, event: HookEvent) -> bool:
+        """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
+
+        Scopes skip such a dispatch (its coroutine would only return the event's default).
+        """
+        return not self.notifier.active and not self._table.by_event[event]
+
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
         return tuple(r.name for r in self._table.by_event[event])
@@ -481,8 +488,25 @@ class HookRunner:
             session_id: The session's id; a random one when ``None``.
             provider: The model provider the agent uses (``gen_ai.provider.name``), if known.
         """
-        context = SessionContext(session_id or os.urandom(16).hex(), agent_name, provider)
+        context = SessionContext(session_id or _session_id(), agent_name, provider)
         return SessionScope(self, context)
+
+
+# Random session ids are cut from one os.urandom read per 256 sessions (a read costs a system
+# call, more than the rest of a session's setup). list.pop is atomic: threads never share an
+# id; a forked child starts a pool of its own instead of repeating its parent's ids.
+_IDS: list[str] = []
+_IDS_PER_READ: Final = 256
+os.register_at_fork(after_in_child=_IDS.clear)
+
+
+def _session_id() -> str:
+    try:
+        return _IDS.pop()
+    except IndexError:
+        pool = os.urandom(16 * _IDS_PER_READ).hex()
+        _IDS.extend(pool[i : i + 32] for i in range(0, len(pool), 32))
+        return _IDS.pop()
 
 
 def _deprecated(old: str, new: str) -> None:

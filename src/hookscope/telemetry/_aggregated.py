@@ -30,6 +30,11 @@ from time import time_ns
 from typing import Any, Final, Protocol, final
 
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+
+# The SDK's own instrument class: readers key their temporality and aggregation by it.
+from opentelemetry.sdk.metrics._internal.instrument import _Histogram
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     Histogram,
@@ -39,6 +44,7 @@ from opentelemetry.sdk.metrics.export import (
     ResourceMetrics,
     ScopeMetrics,
 )
+from opentelemetry.sdk.metrics.view import DefaultAggregation, DropAggregation
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 __all__ = ["BucketHistogram", "MetricProducer", "Series", "attach"]
@@ -55,7 +61,9 @@ class MetricProducer(Protocol):
 
     scope: InstrumentationScope
 
-    def produce(self, reader: object, temporality: AggregationTemporality, limit: int) -> Metric | None:
+    def produce(
+        self, reader: object, temporality: AggregationTemporality, limit: int
+    ) -> Metric | None:
         """This producer's metric as ``reader`` should see it now, or ``None`` if empty."""
         ...
 
@@ -87,6 +95,13 @@ class _Totals:
         self.min = float("inf")
         self.max = float("-inf")
         self.start_ns = start_ns
+
+    def add(self, other: Series | _Totals) -> None:
+        """Add ``other``'s values to these."""
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.sum += other.sum
+        self.min = min(self.min, other.min)
+        self.max = max(self.max, other.max)
 
 
 @final
@@ -183,10 +198,7 @@ class BucketHistogram:
                 mine = totals.get(series)
                 if mine is None:
                     mine = totals[series] = _Totals(self._buckets, series.start_ns)
-                mine.counts = [a + b for a, b in zip(mine.counts, counts, strict=True)]
-                mine.sum += series.sum
-                mine.min = min(mine.min, series.min)
-                mine.max = max(mine.max, series.max)
+                mine.add(series)
             series.counts = [0] * self._buckets
             series.sum = 0.0
             series.min = float("inf")
@@ -202,10 +214,7 @@ class BucketHistogram:
             if index >= limit:  # past the limit, like the SDK: one overflow point
                 if overflow is None:
                     overflow = _Totals(self._buckets, total.start_ns)
-                overflow.counts = [a + b for a, b in zip(overflow.counts, total.counts, strict=True)]
-                overflow.sum += total.sum
-                overflow.min = min(overflow.min, total.min)
-                overflow.max = max(overflow.max, total.max)
+                overflow.add(total)
                 continue
             points.append(self._point(series.attributes, total, now))
         if overflow is not None:
@@ -263,9 +272,6 @@ class _Attachment:
 
 
 def _produce(producer: MetricProducer, reader: Any, view_limit: int | None) -> Metric | None:
-    from opentelemetry.sdk.metrics.view import DropAggregation
-    from opentelemetry.sdk.metrics._internal.instrument import _Histogram
-
     if isinstance(reader._instrument_class_aggregation.get(_Histogram), DropAggregation):
         return None
     temporality = reader._instrument_class_temporality.get(
@@ -310,18 +316,12 @@ def attach(meter_provider: MeterProvider, producer: MetricProducer, instrument: 
     that would both report it), an exemplar filter that samples values outside spans, or SDK
     internals other than expected. The caller then records into the instrument itself.
     """
-    try:
-        from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter
-        from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
-        from opentelemetry.sdk.metrics.view import DefaultAggregation
-        from opentelemetry.sdk.metrics._internal.instrument import _Histogram
-    except ImportError:
-        return False
     if not isinstance(meter_provider, SdkMeterProvider) or not isinstance(instrument, _Histogram):
         return False
     try:
         config = meter_provider._sdk_config
-        consumer = meter_provider._measurement_consumer
+        # The SDK's internals, typed loosely: their shapes are checked by use (AttributeError).
+        consumer: Any = meter_provider._measurement_consumer
         if isinstance(config.exemplar_filter, AlwaysOnExemplarFilter):
             return False  # the SDK would attach (span-less) exemplars
         matching = [view for view in config.views if view._match(instrument)]
