@@ -25,7 +25,7 @@ import logging
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from time import time_ns
 from typing import Any, Final, Protocol, final
 
@@ -62,9 +62,16 @@ class MetricProducer(Protocol):
     scope: InstrumentationScope
 
     def produce(
-        self, reader: object, temporality: AggregationTemporality, limit: int
+        self,
+        reader: object,
+        temporality: AggregationTemporality,
+        limit: int,
+        readers: Iterable[object],
     ) -> Metric | None:
-        """This producer's metric as ``reader`` should see it now, or ``None`` if empty."""
+        """This producer's metric as ``reader`` should see it now, or ``None`` if empty.
+
+        ``readers`` are all the provider's readers: what is new is kept for each of them.
+        """
         ...
 
 
@@ -167,12 +174,17 @@ class BucketHistogram:
                 series.max = value
 
     def produce(
-        self, reader: object, temporality: AggregationTemporality, limit: int
+        self,
+        reader: object,
+        temporality: AggregationTemporality,
+        limit: int,
+        readers: Iterable[object],
     ) -> Metric | None:
         with self._lock:
             now = time_ns()
-            if reader not in self._readers:
-                self._readers[reader] = {}
+            for known in (reader, *readers):
+                if known not in self._readers:
+                    self._readers[known] = {}
             self._fold(now)
             totals = self._readers[reader]
             delta = temporality is AggregationTemporality.DELTA
@@ -256,9 +268,10 @@ class _Attachment:
         if provider is None:
             return data
         added: list[tuple[InstrumentationScope, Metric]] = []
+        readers = tuple(provider._measurement_consumer._reader_storages)
         for producer, view_limit in self.producers:
             try:
-                metric = _produce(producer, reader, view_limit)
+                metric = _produce(producer, reader, readers, view_limit)
             except Exception:
                 if id(producer) not in self.failed:
                     self.failed.add(id(producer))
@@ -271,14 +284,16 @@ class _Attachment:
         return _merge(data, provider._sdk_config.resource, added)
 
 
-def _produce(producer: MetricProducer, reader: Any, view_limit: int | None) -> Metric | None:
+def _produce(
+    producer: MetricProducer, reader: Any, readers: Iterable[object], view_limit: int | None
+) -> Metric | None:
     if isinstance(reader._instrument_class_aggregation.get(_Histogram), DropAggregation):
         return None
     temporality = reader._instrument_class_temporality.get(
         _Histogram, AggregationTemporality.CUMULATIVE
     )
     limit = view_limit or reader._instrument_class_cardinality_limit.get(_Histogram, _DEFAULT_LIMIT)
-    return producer.produce(reader, temporality, limit)
+    return producer.produce(reader, temporality, limit, readers)
 
 
 def _merge(
