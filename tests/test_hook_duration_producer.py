@@ -305,3 +305,98 @@ def test_a_failing_producer_is_logged_once_and_never_breaks_a_collection(
     failures = [r for r in caplog.records if "metric producer" in r.getMessage()]
     assert len(failures) == 1
     provider.shutdown()
+
+
+def test_exemplars_read_as_the_sdk_histogram_s() -> None:
+    """A tool duration measured in its span links to it, as with the SDK's histogram."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    sampled, unsampled = TracerProvider(), TracerProvider(sampler=ALWAYS_OFF)
+    spans = [sampled.get_tracer("t").start_span(f"s{i}") for i in range(3)]
+    dropped = unsampled.get_tracer("t").start_span("dropped")
+    measured = [
+        (0.0004, spans[0]),
+        (0.0004, dropped),  # not sampled: never an exemplar
+        (0.0004, spans[1]),
+        (7.0, spans[2]),
+    ]
+    fast_reader, slow_reader = InMemoryMetricReader(), InMemoryMetricReader()
+    fast = MeterProvider(metric_readers=[fast_reader])
+    tool = sc.METRIC_TOOL_DURATION
+    reference = View(
+        instrument_name=tool,
+        aggregation=ExplicitBucketHistogramAggregation(sc.DURATION_BUCKETS_S),
+    )
+    slow = MeterProvider(metric_readers=[slow_reader], views=[reference])
+    found = []
+    for provider, reader in ((fast, fast_reader), (slow, slow_reader)):
+        instruments = Instruments(provider)
+        assert (instruments.tool_duration.buckets is None) == (provider is slow)
+        for value, span in measured:
+            context = trace.set_span_in_context(span)
+            instruments.tool_duration.record(value, ("a", "read", None, "succeeded"), context)
+        instruments.flush()
+        data = reader.get_metrics_data()
+        assert data is not None
+        (point,) = [
+            p
+            for r in data.resource_metrics
+            for s in r.scope_metrics
+            for m in s.metrics
+            if m.name == tool
+            for p in m.data.data_points
+        ]
+        found.append(
+            (
+                point.count,
+                tuple(point.bucket_counts),
+                [(e.value, e.span_id, e.trace_id, e.filtered_attributes) for e in point.exemplars],
+            )
+        )
+        # Shown once: the next collection has the counts but no exemplar.
+        again = reader.get_metrics_data()
+        assert again is not None
+        assert all(
+            not p.exemplars
+            for r in again.resource_metrics
+            for s in r.scope_metrics
+            for m in s.metrics
+            if m.name == tool
+            for p in m.data.data_points
+        )
+        provider.shutdown()
+    assert found[0] == found[1]
+    count, _, exemplars = found[0]
+    assert count == 4
+    linked = [spans[0].get_span_context().span_id, spans[2].get_span_context().span_id]
+    assert [span_id for _, span_id, _, _ in exemplars] == linked
+
+
+def test_a_sampled_value_after_an_unsampled_one_still_gives_its_bucket_an_exemplar() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    sampled, unsampled = TracerProvider(), TracerProvider(sampler=ALWAYS_OFF)
+    span = sampled.get_tracer("t").start_span("kept")
+    dropped = unsampled.get_tracer("t").start_span("dropped")
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instruments = Instruments(provider)
+    for value, measured_in in ((0.0004, dropped), (0.0005, span)):
+        context = trace.set_span_in_context(measured_in)
+        instruments.tool_duration.record(value, ("a", "read", None, "succeeded"), context)
+    data = reader.get_metrics_data()
+    assert data is not None
+    (point,) = [
+        p
+        for r in data.resource_metrics
+        for s in r.scope_metrics
+        for m in s.metrics
+        if m.name == sc.METRIC_TOOL_DURATION
+        for p in m.data.data_points
+    ]
+    assert [(e.value, e.span_id) for e in point.exemplars] == [
+        (0.0005, span.get_span_context().span_id)
+    ]
+    provider.shutdown()

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Sequence
 from time import time_ns
 from typing import Any, Final, Protocol, final
 
+from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter
+from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter, Exemplar, ExemplarFilter
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 
 # The SDK's own instrument class: readers key their temporality and aggregation by it.
@@ -46,6 +47,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.metrics.view import DefaultAggregation, DropAggregation
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import INVALID_SPAN, get_current_span
 
 __all__ = ["BucketHistogram", "MetricProducer", "Series", "attach"]
 
@@ -75,11 +77,15 @@ class MetricProducer(Protocol):
         ...
 
 
+#: A value offered as its bucket's exemplar: the value, when it was measured, in what context.
+Offer = tuple[float, int, Context]
+
+
 @final
 class Series:
     """One attribute set's buckets since the last collection (by any reader)."""
 
-    __slots__ = ("attributes", "counts", "max", "min", "start_ns", "sum")
+    __slots__ = ("attributes", "counts", "max", "min", "offers", "start_ns", "sum")
 
     def __init__(self, attributes: dict[str, Any], buckets: int) -> None:
         self.attributes = attributes
@@ -88,13 +94,15 @@ class Series:
         self.min = float("inf")
         self.max = float("-inf")
         self.start_ns = time_ns()
+        #: Per bucket, the first value since the last collection the exemplar filter sampled.
+        self.offers: list[Offer | None] = [None] * buckets
 
 
 @final
 class _Totals:
     """What one reader has not yet been shown (delta) or has seen in all (cumulative)."""
 
-    __slots__ = ("counts", "max", "min", "start_ns", "sum")
+    __slots__ = ("counts", "max", "min", "offers", "start_ns", "sum")
 
     def __init__(self, buckets: int, start_ns: int) -> None:
         self.counts = [0] * buckets
@@ -102,21 +110,33 @@ class _Totals:
         self.min = float("inf")
         self.max = float("-inf")
         self.start_ns = start_ns
+        #: Per bucket, the exemplar to show at the next collection (shown once, like the SDK's).
+        self.offers: list[Offer | None] = [None] * buckets
 
     def add(self, other: Series | _Totals) -> None:
-        """Add ``other``'s values to these."""
+        """Add ``other``'s values to these; a newer offer replaces an older one."""
         self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
         self.sum += other.sum
         self.min = min(self.min, other.min)
         self.max = max(self.max, other.max)
+        self.offers = [
+            new if new is not None else old
+            for old, new in zip(self.offers, other.offers, strict=True)
+        ]
 
 
 @final
 class BucketHistogram:
     """An explicit-bucket histogram aggregated in process; a :class:`MetricProducer`.
 
-    :meth:`series` hands back the :class:`Series` of an attribute set; :meth:`add` counts a
-    value into it. Both are meant for the hot path: the caller keeps the series.
+    :meth:`series` hands back the :class:`Series` of an attribute set; :meth:`add` and
+    :meth:`record` count a value into it. They are meant for the hot path: the caller keeps
+    the series.
+
+    Exemplars work as the SDK's do for an explicit-bucket histogram: a value measured in a
+    context the provider's exemplar filter samples (by default: inside a sampled span) may
+    become its bucket's exemplar, which a reader sees once, at its next collection. Per bucket
+    and collection the first such value is kept (the SDK keeps the last one offered).
     """
 
     __slots__ = (
@@ -126,6 +146,7 @@ class BucketHistogram:
         "_series",
         "boundaries",
         "description",
+        "exemplar_filter",
         "name",
         "scope",
         "unit",
@@ -144,6 +165,8 @@ class BucketHistogram:
         self.description = description
         self.boundaries = tuple(float(b) for b in boundaries)
         self.scope = scope
+        #: The provider's exemplar filter, set when attached; ``None``: no exemplars.
+        self.exemplar_filter: ExemplarFilter | None = None
         self._buckets = len(self.boundaries) + 1
         self._lock = threading.Lock()
         # Insertion order is the order series first appeared: the SDK's order, and the order
@@ -173,6 +196,25 @@ class BucketHistogram:
             if value > series.max:
                 series.max = value
 
+    def record(self, series: Series, value: float, context: Context | None) -> None:
+        """:meth:`add`, measured in ``context``: its span may become the bucket's exemplar."""
+        with self._lock:
+            index = bisect_left(self.boundaries, value)
+            series.counts[index] += 1
+            series.sum += value
+            if value < series.min:
+                series.min = value
+            if value > series.max:
+                series.max = value
+            if context is None or series.offers[index] is not None:
+                return
+        # The filter runs outside the lock (it reads the span); a value offered meanwhile by
+        # another thread for the same bucket is as good an exemplar as this one.
+        sampler = self.exemplar_filter
+        now = time_ns()
+        if sampler is not None and sampler.should_sample(value, now, series.attributes, context):
+            series.offers[index] = (value, now, context)
+
     def produce(
         self,
         reader: object,
@@ -187,9 +229,8 @@ class BucketHistogram:
                     self._readers[known] = {}
             self._fold(now)
             totals = self._readers[reader]
-            delta = temporality is AggregationTemporality.DELTA
             points = self._points(totals, now, limit)
-            if delta:
+            if temporality is AggregationTemporality.DELTA:
                 totals.clear()
         if not points:
             return None
@@ -202,9 +243,9 @@ class BucketHistogram:
 
     def _fold(self, now: int) -> None:
         """Move every series' new values into each reader's totals (lock held)."""
+        empty: list[Offer | None] = [None] * self._buckets
         for series in self._series.values():
-            counts = series.counts
-            if not any(counts):
+            if not any(series.counts):
                 continue
             for totals in self._readers.values():
                 mine = totals.get(series)
@@ -215,6 +256,7 @@ class BucketHistogram:
             series.sum = 0.0
             series.min = float("inf")
             series.max = float("-inf")
+            series.offers = list(empty)
             series.start_ns = now  # a delta reader's next interval starts here
 
     def _points(
@@ -227,6 +269,7 @@ class BucketHistogram:
                 if overflow is None:
                     overflow = _Totals(self._buckets, total.start_ns)
                 overflow.add(total)
+                total.offers = [None] * self._buckets
                 continue
             points.append(self._point(series.attributes, total, now))
         if overflow is not None:
@@ -234,19 +277,31 @@ class BucketHistogram:
         return points
 
     def _point(self, attributes: dict[str, Any], total: _Totals, now: int) -> HistogramDataPoint:
-        count = sum(total.counts)
+        exemplars = [_exemplar(offer) for offer in total.offers if offer is not None]
+        total.offers = [None] * self._buckets  # an exemplar is shown once
         return HistogramDataPoint(
             attributes=attributes,
             start_time_unix_nano=total.start_ns,
             time_unix_nano=now,
-            count=count,
+            count=sum(total.counts),
             sum=total.sum,
             bucket_counts=tuple(total.counts),
             explicit_bounds=self.boundaries,
             min=total.min,
             max=total.max,
-            exemplars=[],
+            exemplars=exemplars,
         )
+
+
+def _exemplar(offer: Offer) -> Exemplar:
+    value, time_unix_nano, context = offer
+    span = get_current_span(context)
+    span_id = trace_id = None
+    if span is not INVALID_SPAN:
+        span_context = span.get_span_context()
+        span_id, trace_id = span_context.span_id, span_context.trace_id
+    # The measurement's attributes are the point's: none is left to filter in.
+    return Exemplar({}, value, time_unix_nano, span_id, trace_id)
 
 
 # --- attaching producers to an SDK meter provider -------------------------------------------
@@ -366,6 +421,8 @@ def attach(meter_provider: MeterProvider, producer: MetricProducer, instrument: 
                     reader._set_collect_callback(attachment.collect)
                 _ATTACHED[meter_provider] = attachment
             attachment.producers.append((producer, view_limit))
+        if isinstance(producer, BucketHistogram):
+            producer.exemplar_filter = config.exemplar_filter
         return True
     except AttributeError:  # an SDK whose internals moved: stay on its public path
         logger.debug("hookscope: cannot attach a metric producer to %r", meter_provider)

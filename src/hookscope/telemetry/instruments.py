@@ -189,13 +189,30 @@ class _Counts:
 
 @final
 class _Histogram:
-    """A histogram whose values are queued and recorded in batches."""
+    """A histogram counted into its buckets in process, or else queued and recorded in batches.
 
-    __slots__ = ("_attributes", "_boundaries", "_histogram", "_pending", "budget", "names")
+    Where the provider allows it (:func:`~hookscope.telemetry._aggregated.attach`: an SDK
+    provider whose views leave the instrument as it is), values go to a
+    :class:`~hookscope.telemetry._aggregated.BucketHistogram` that readers collect as the
+    same metric, exemplars included; otherwise they are queued and recorded into the SDK
+    histogram when a reader collects (or :data:`FLUSH_THRESHOLD` are queued).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_boundaries",
+        "_histogram",
+        "_pending",
+        "_series",
+        "buckets",
+        "budget",
+        "names",
+    )
 
     def __init__(
         self,
         meter: Meter,
+        meter_provider: MeterProvider,
         name: str,
         unit: str,
         description: str,
@@ -212,17 +229,43 @@ class _Histogram:
         # thread drains, without a lock.
         self._pending: deque[tuple[float, Key, Context | None]] = deque()
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
-
-    @property
-    def instrument(self) -> object:
-        """The SDK (or API) histogram the values are recorded into."""
-        return self._histogram
+        #: Series by the key as recorded (before the budget): a key's budgeted form never
+        #: changes once seen, so the budget is asked once per key.
+        self._series: dict[Key, Series] = {}
+        buckets = BucketHistogram(
+            name,
+            unit,
+            description,
+            boundaries,
+            getattr(self._histogram, "instrumentation_scope", None)
+            or InstrumentationScope(sc.INSTRUMENTATION_SCOPE, __version__, sc.SCHEMA_URL),
+        )
+        #: The in-process histogram, or ``None`` where values go to the SDK's.
+        self.buckets = buckets if attach(meter_provider, buckets, self._histogram) else None
 
     def record(self, value: float, key: Key, context: Context | None) -> None:
-        """Queue ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
+        """Count ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
+        buckets = self.buckets
+        if buckets is not None:
+            series = self._series.get(key)
+            if series is None:
+                series = self.series(key)
+            buckets.record(series, value, context)
+            return
         self._pending.append((value, self.budget(key), context))
         if len(self._pending) >= FLUSH_THRESHOLD:
             self.flush()
+
+    def series(self, key: Key, remember: Key | None = None) -> Series:
+        """The in-process series of ``key`` (budgeted here), remembered under ``remember``
+        (default ``key``) while the cache has room. Only when :attr:`buckets` is set."""
+        assert self.buckets is not None
+        budgeted = self.budget(key)
+        names = self.names
+        series = self.buckets.series(budgeted, lambda: _attributes(names, budgeted))
+        if len(self._series) < _SERIES_CACHE:  # bounded: a name per run would not grow it
+            self._series[key if remember is None else remember] = series
+        return series
 
     def flush(self) -> None:
         """Record every queued value, each in the context (span) it was measured in.
@@ -352,6 +395,7 @@ class Instruments:
         )
         self.tool_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TOOL_DURATION,
             "s",
             "Duration of a tool call's execute_tool span (tools that ran)",
@@ -360,6 +404,7 @@ class Instruments:
         )
         self.turn_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TURN_DURATION,
             "s",
             "Duration of a turn's invoke_agent span",
@@ -369,6 +414,7 @@ class Instruments:
         operation = (agent, sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME)
         self.token_usage = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TOKEN_USAGE,
             "{token}",
             "Input and output tokens per model call",
@@ -377,6 +423,7 @@ class Instruments:
         )
         self.operation_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_OPERATION_DURATION,
             "s",
             "Duration of a model call (its chat span)",
@@ -385,6 +432,7 @@ class Instruments:
         )
         self.hook_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_HOOK_DURATION,
             "s",
             _HOOK_DURATION_DESCRIPTION,
@@ -398,21 +446,8 @@ class Instruments:
             self.operation_duration,
             self.hook_duration,
         )
-        # Hook durations are many (every hook, every event): counted into their buckets in
-        # process and handed to readers at collection time, where the provider allows it.
-        self._hook_buckets: BucketHistogram | None = None
+        self._hook_buckets = self.hook_duration.buckets
         self._hook_series: dict[tuple[str, str, str], Series] = {}
-        sdk_histogram = self.hook_duration.instrument
-        buckets = BucketHistogram(
-            sc.METRIC_HOOK_DURATION,
-            "s",
-            _HOOK_DURATION_DESCRIPTION,
-            sc.HOOK_DURATION_BUCKETS_S,
-            getattr(sdk_histogram, "instrumentation_scope", None)
-            or InstrumentationScope(sc.INSTRUMENTATION_SCOPE, __version__, sc.SCHEMA_URL),
-        )
-        if attach(meter_provider, buckets, sdk_histogram):
-            self._hook_buckets = buckets
         # Queued histogram values must be recorded before the SDK aggregates a collection.
         # Observable callbacks run first, in registration order: the first counter flushes.
         self.tool_calls.before_observe = self.flush
@@ -441,10 +476,8 @@ class Instruments:
 
     def _hook_series_of(self, buckets: BucketHistogram, raw: tuple[str, str, str]) -> Series:
         agent, hook_name, event = raw
-        key = self.hook_duration.budget((agent, self.hook_name(hook_name), event))
-        names = self.hook_duration.names
-        series = buckets.series(key, lambda: _attributes(names, key))
-        if len(self._hook_series) < _SERIES_CACHE:  # bounded: a name per run would not grow it
+        series = self.hook_duration.series((agent, self.hook_name(hook_name), event))
+        if len(self._hook_series) < _SERIES_CACHE:
             self._hook_series[raw] = series
         return series
 
