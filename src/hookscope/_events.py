@@ -72,9 +72,12 @@ class HookTimeoutError(HookscopeError, TimeoutError):
     __module__ = "hookscope.runner"
 
 
-@final
 class Fold:
-    """Per-dispatch state a rule folds hook results into."""
+    """Per-dispatch state a rule folds hook results into.
+
+    The runner's :class:`~hookscope.runner.Dispatch` is one: the loop folds into the object it
+    hands back (one allocation per dispatch, not two).
+    """
 
     __slots__ = ("data", "extra", "original", "result")
 

@@ -97,7 +97,7 @@ def current_hook_run() -> HookRun | None:
 
 
 @final
-class Dispatch(Generic[R]):
+class Dispatch(Fold, Generic[R]):
     """What one dispatch produced.
 
     Args:
@@ -107,12 +107,15 @@ class Dispatch(Generic[R]):
         decided_by: The hook that stopped the dispatch (or asked), ``None`` when none did.
     """
 
-    __slots__ = ("data", "decided_by", "result")
+    __slots__ = ("decided_by",)
 
     def __init__(self, result: R, data: Any, decided_by: str | None) -> None:
-        self.result = result
+        # Fold's fields too, set here: the loop folds hook results into its Dispatch.
+        self.result: R = result
         self.data = data
         self.decided_by = decided_by
+        self.original = data
+        self.extra = None
 
     def __repr__(self) -> str:
         return f"Dispatch(result={self.result!r}, decided_by={self.decided_by!r})"
@@ -286,7 +289,7 @@ class HookRunner:
             return Dispatch(rule.default, data, None)
         if observed:
             notifier.dispatch_started(event, context, data)
-        fold = Fold(data, rule.default)
+        fold: Dispatch[R] = Dispatch(rule.default, data, None)  # folded into, handed back
         decided_by: str | None = None
         tentative: str | None = None
         started = 0.0
@@ -326,9 +329,10 @@ class HookRunner:
         decided_by = decided_by or tentative
         if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
             result = cast(R, await self._confirm(context, cast(HookResult, result)))
+        fold.result, fold.decided_by = result, decided_by
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
-        return Dispatch(result, fold.data, decided_by)
+        return fold
 
     async def _call_guarded(
         self, registration: Registration, event: HookEvent, context: HookContext, data: Any
