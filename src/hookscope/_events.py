@@ -269,6 +269,10 @@ class _PreToolCallRule(_PreTurnRule):
             fold.data = call.with_args({**call.args, **modified})
 
     def finish(self, fold: Fold) -> HookResult:
+        if fold.extra is None and fold.data is fold.original:
+            # No policy decision, no ask, no modified arguments: the verdict as folded.
+            verdict: HookResult = fold.result
+            return verdict
         if fold.result is not ALLOW:  # a hook denied
             result: HookResult = fold.result
             return result

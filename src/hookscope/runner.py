@@ -327,7 +327,7 @@ class HookRunner:
                 tentative = tentative or registration.name
         result = rule.finish(fold)
         decided_by = decided_by or tentative
-        if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
+        if rule.confirms and result.confirm:  # type: ignore[attr-defined]  # an ask let stand
             result = cast(R, await self._confirm(context, cast(HookResult, result)))
         fold.result, fold.decided_by = result, decided_by
         if observed:
