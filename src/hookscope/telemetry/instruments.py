@@ -169,9 +169,14 @@ class _Counts:
         create(name, callbacks=[self._observe], unit=unit, description=description)
 
     def add(self, key: Key, amount: int = 1) -> None:
+        counts = self._counts
+        with self._lock:
+            if key in counts:  # counted before: the budget let it through (or folded it here)
+                counts[key] += amount
+                return
         key = self._budget(key)
         with self._lock:
-            self._counts[key] = self._counts.get(key, 0) + amount
+            counts[key] = counts.get(key, 0) + amount
 
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
         if self.before_observe is not None:
