@@ -400,3 +400,39 @@ def test_a_sampled_value_after_an_unsampled_one_still_gives_its_bucket_an_exempl
         (0.0005, span.get_span_context().span_id)
     ]
     provider.shutdown()
+
+
+def test_every_histogram_scrapes_as_the_sdk_s_own() -> None:
+    """All five histograms, through the real Prometheus reader: the same lines, byte for byte."""
+    buckets = {
+        sc.METRIC_TOOL_DURATION: sc.DURATION_BUCKETS_S,
+        sc.METRIC_TURN_DURATION: sc.TURN_DURATION_BUCKETS_S,
+        sc.METRIC_TOKEN_USAGE: sc.TOKEN_BUCKETS,
+        sc.METRIC_OPERATION_DURATION: sc.OPERATION_DURATION_BUCKETS_S,
+        sc.METRIC_HOOK_DURATION: sc.HOOK_DURATION_BUCKETS_S,
+    }
+    reference = [
+        View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(bounds))
+        for name, bounds in buckets.items()
+    ]
+    scraped = []
+    for views in ([], reference):
+        registry = CollectorRegistry()
+        provider = MeterProvider(
+            metric_readers=[PrometheusMetricReader(registry=registry)], views=views
+        )
+        instruments = Instruments(provider)
+        on_sdk_path = [h.buckets is None for h in instruments._histograms]
+        assert on_sdk_path == [bool(views)] * 5
+        for i, value in enumerate(VALUES):
+            instruments.tool_duration.record(value, ("a", "read", None, "succeeded"), None)
+            instruments.turn_duration.record(value, ("a", "completed", None), None)
+            instruments.token_usage.record(4**i, ("a", "chat", "openai", "input", "m"), None)
+            instruments.operation_duration.record(value, ("a", "chat", "openai", "m", None), None)
+            instruments.hook_ran("a", "audit", "pre_tool_call", value)
+        instruments.flush()
+        scraped.append(generate_latest(registry).decode().splitlines())
+        provider.shutdown()
+    assert scraped[0] == scraped[1]
+    for name in ("gen_ai_execute_tool_duration_seconds", "gen_ai_client_token_usage"):
+        assert any(line.startswith(f"{name}_count") for line in scraped[0]), name
