@@ -113,7 +113,7 @@ def skipped_guards() -> dict[tuple[str, str], int]:
 
 
 @final
-class Dispatch(Generic[R]):
+class Dispatch(Fold, Generic[R]):
     """What one dispatch produced.
 
     Args:
@@ -123,12 +123,15 @@ class Dispatch(Generic[R]):
         decided_by: The hook that stopped the dispatch (or asked), ``None`` when none did.
     """
 
-    __slots__ = ("data", "decided_by", "result")
+    __slots__ = ("decided_by",)
 
     def __init__(self, result: R, data: Any, decided_by: str | None) -> None:
-        self.result = result
+        # Fold's fields too, set here: the loop folds hook results into its Dispatch.
+        self.result: R = result
         self.data = data
         self.decided_by = decided_by
+        self.original = data
+        self.extra = None
 
     def __repr__(self) -> str:
         return f"Dispatch(result={self.result!r}, decided_by={self.decided_by!r})"
@@ -293,6 +296,13 @@ class HookRunner:
 
         return undo
 
+    def idle(self, event: HookEvent) -> bool:
+        """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
+
+        Scopes skip such a dispatch (its coroutine would only return the event's default).
+        """
+        return not self.notifier.active and not self._table.by_event[event]
+
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
         return tuple(r.name for r in self._table.by_event[event])
@@ -336,7 +346,7 @@ class HookRunner:
             return Dispatch(rule.default, data, None)
         if observed:
             notifier.dispatch_started(event, context, data)
-        fold = Fold(data, rule.default)
+        fold: Dispatch[R] = Dispatch(rule.default, data, None)  # folded into, handed back
         decided_by: str | None = None
         tentative: str | None = None
         started = 0.0
@@ -374,12 +384,13 @@ class HookRunner:
                 tentative = tentative or registration.name
         result = rule.finish(fold)
         decided_by = decided_by or tentative
-        if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
+        if rule.confirms and result.confirm:  # type: ignore[attr-defined]  # an ask let stand
             settle = confirm or self._confirm
             result = cast(R, await settle(context, cast(HookResult, result)))
+        fold.result, fold.decided_by = result, decided_by
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
-        return Dispatch(result, fold.data, decided_by)
+        return fold
 
     async def _call_guarded(
         self, registration: Registration, event: HookEvent, context: HookContext, data: Any
