@@ -259,21 +259,37 @@ class HookRunner:
     # --- the dispatch loop ---
 
     def dispatch(
-        self, event: HookEvent, context: HookContext, data: Any
+        self,
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        *,
+        notifier: Notifier | None = None,
     ) -> Coroutine[Any, Any, Dispatch[Any]]:
         """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2); await it.
 
         For adapters and scopes; agent loops use the scopes or the typed ``dispatch_*``
         coroutines. (A plain function returning the loop's coroutine: no extra frame per
         dispatch.)
+
+        ``notifier`` reports this dispatch to other observers than the runner's: an adapter
+        whose SDK runs hooks of its own for the same event folds the runner's hooks into the
+        one dispatch it reports itself. The confirm question of an ask still goes to the
+        runner's observers.
         """
-        return self._run(RULES[event], event, context, data)
+        return self._run(RULES[event], event, context, data, notifier)
 
     async def _run(
-        self, rule: Rule[R], event: HookEvent, context: HookContext, data: Any
+        self,
+        rule: Rule[R],
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        notifier: Notifier | None = None,
     ) -> Dispatch[R]:
         registrations = self._table.by_event[event]
-        notifier = self.notifier
+        if notifier is None:
+            notifier = self.notifier
         observed = notifier.active
         if not observed and not registrations:
             return Dispatch(rule.default, data, None)

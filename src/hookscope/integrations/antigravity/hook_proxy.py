@@ -99,7 +99,7 @@ class HookProxy(wrapt.ObjectProxy[Any]):
 
 def proxy(hook: Any) -> Any:
     """``hook`` behind a :class:`HookProxy` when it serves a hookscope event, else itself."""
-    if isinstance(hook, HookProxy):
-        return hook
+    if isinstance(hook, HookProxy) or getattr(hook, "reports_itself", False):
+        return hook  # a governing hook reports the runner's hooks one by one instead
     events = frozenset(event for cls, event, _ in _HOOK_CLASSES if isinstance(hook, cls))
     return HookProxy(hook, events) if events else hook

@@ -18,7 +18,7 @@ from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.hooks import HookEvent
 from hookscope.integrations.antigravity.operations import OpState
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.integrations.antigravity.reporting import TRACKED, Dispatch, Scope
 from hookscope.integrations.antigravity.sdk_values import (
     json_args,
     tool_error,
@@ -60,21 +60,25 @@ def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:
 
     async def handler(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         session = adapter.session(instance)
-        begun = None
-        if session is not None and len(args) == 2:
-            begun = adapter.guard(begin, tracker, session, args[0])
-        if begun is None:
+        if session is None:
             return await wrapped(*args, **kwargs)
-        dispatch, scope, target = begun
-        error: BaseException | None = None
+        tracked = TRACKED.set(True)
         try:
-            with scope.current(), dispatch.running():
+            begun = adapter.guard(begin, tracker, session, args[0]) if len(args) == 2 else None
+            if begun is None:
                 return await wrapped(*args, **kwargs)
-        except BaseException as raised:
-            error = raised
-            raise
+            dispatch, scope, target = begun
+            error: BaseException | None = None
+            try:
+                with scope.current(), dispatch.running():
+                    return await wrapped(*args, **kwargs)
+            except BaseException as raised:
+                error = raised
+                raise
+            finally:
+                adapter.guard(end, tracker, dispatch, target, args[1], error)
         finally:
-            adapter.guard(end, tracker, dispatch, target, args[1], error)
+            TRACKED.reset(tracked)
 
     handler.__name__ = f"router_{event}"
     return handler
@@ -199,9 +203,15 @@ def _end_pre_tool(
     if error is not None:
         return
     result = response.pre_tool_result
+    governed = dispatch.governed  # a governing runner's verdict, when one ran
     if result.decision == _PRE_TOOL_DENY:
-        tracker.deny(op, HookResult.deny(result.reason), dispatch.decided_by)
-    elif result.HasField("modified_args"):
+        if not (isinstance(governed, HookResult) and not governed.allow):
+            governed = HookResult.deny(result.reason)  # an SDK hook denied
+        tracker.deny(op, governed, dispatch.decided_by)
+        return
+    if isinstance(governed, HookResult) and governed.allow:
+        op.allow = governed  # carries the runner's policy decision until the call runs
+    if result.HasField("modified_args"):
         modified = struct_converter.to_json_fallback(result.modified_args)
         op.call = op.call.with_args({**op.call.args, **modified})
         op.allow = HookResult(allow=True, modified_args=modified, decision=op.allow.decision)

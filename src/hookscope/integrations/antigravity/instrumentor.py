@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 # The upstream module starts with a file-level ``# type: ignore``, so mypy sees no
@@ -19,20 +19,26 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from hookscope.context import OperationContext, TurnContext
+from hookscope.hooks import Hook
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import HookRunner
+from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
 __all__ = [
+    "CONFIG_ENV",
     "DEFAULT_AGENT_NAME",
     "INSTRUMENTS",
     "NEST_SESSIONS_ENV",
     "AntigravityInstrumentor",
+    "govern",
     "hooks",
     "nest_sessions_from_env",
+    "runner_from_env",
 ]
 
 logger = logging.getLogger("hookscope.integrations.antigravity")
@@ -41,6 +47,8 @@ logger = logging.getLogger("hookscope.integrations.antigravity")
 INSTRUMENTS: Final = ("google-antigravity >= 0.1.22, < 0.2",)
 #: Environment variable: nest agent sessions started inside a span (see ``nest_sessions``).
 NEST_SESSIONS_ENV: Final = "HOOKSCOPE_NEST_SESSIONS"
+#: Environment variable: the hook file the zero-code instrumentor governs agents with.
+CONFIG_ENV: Final = "HOOKSCOPE_CONFIG"
 #: The ``gen_ai.agent.name`` reported when none is given (the SDK's Agent has no name).
 DEFAULT_AGENT_NAME: Final = "antigravity"
 
@@ -50,6 +58,12 @@ class AntigravityInstrumentor(BaseInstrumentor):
 
     ``instrument()`` accepts:
 
+    * ``runner``: a :class:`~hookscope.runner.HookRunner` that governs every agent created
+      afterwards (its decide hooks and policy run as SDK hooks, beside the agent's own; see
+      :func:`govern`) and whose observers see the sessions (an OTelHook built from the
+      providers joins them when the runner has none). Without it, ``HOOKSCOPE_CONFIG``
+      names a hook file (``hookscope.toml``, ``pyproject.toml``, a Claude Code settings
+      file) to build one from; without either, agents are only traced;
     * ``tracer_provider``, ``meter_provider``: where spans and metrics go (the global
       providers when omitted);
     * ``agent_name``: the ``gen_ai.agent.name`` of every session (default ``"antigravity"``);
@@ -69,6 +83,7 @@ class AntigravityInstrumentor(BaseInstrumentor):
 
     _tracker: Tracker | None = None
     _wrapped: tuple[tuple[str, str], ...] = ()
+    _undo: tuple[Callable[[], None], ...] = ()
 
     def instrumentation_dependencies(self) -> Collection[str]:
         """The instrumented package and versions, checked before ``instrument()`` wraps."""
@@ -97,10 +112,22 @@ class AntigravityInstrumentor(BaseInstrumentor):
         elif not isinstance(nest, bool):
             raise TypeError(f"nest_sessions must be True or False, got {nest!r}")
         extra: Sequence[object] = tuple(kwargs.get("observers") or ())
+        runner = kwargs.get("runner")
+        if runner is None:
+            runner = runner_from_env()
+        elif not isinstance(runner, HookRunner):
+            raise TypeError(f"runner must be a hookscope.HookRunner, got {runner!r}")
         otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
+        if runner is None:
+            tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
+        else:
+            # The runner's own observers see the sessions; an OTelHook from the providers
+            # joins them when the runner has none (until uninstrument()).
+            has_otel = any(isinstance(o, OTelHook) for o in runner.notifier.observers)
+            self._undo = tuple(runner.observe(o) for o in (*(() if has_otel else (otel,)), *extra))
+            tracker = Tracker(runner, agent_name, nest_sessions=nest)
         wrapped: list[tuple[str, str]] = []
-        for module, name, wrapper in Adapter(tracker).targets():
+        for module, name, wrapper in Adapter(tracker, governing=runner).targets():
             # One method the installed SDK lacks or changed must not cost the others (nor,
             # under opentelemetry-instrument, every instrumentor loaded after this one).
             try:
@@ -126,6 +153,9 @@ class AntigravityInstrumentor(BaseInstrumentor):
         if tracker is not None:
             tracker.active = False
             tracker.close_all()
+        undo, self._undo = self._undo, ()
+        for stop_observing in undo:
+            stop_observing()
 
 
 def nest_sessions_from_env() -> bool:
@@ -144,6 +174,42 @@ def nest_sessions_from_env() -> bool:
             raw,
         )
     return False
+
+
+def runner_from_env() -> HookRunner | None:
+    """A runner with the hooks of the file ``HOOKSCOPE_CONFIG`` names; ``None`` when unset.
+
+    A file that cannot be loaded must not leave agents ungoverned: the error is logged and
+    the runner denies every tool call and every turn, saying why (fail closed).
+    """
+    path = os.environ.get(CONFIG_ENV, "").strip()
+    if not path:
+        return None
+    from hookscope.engine import load
+
+    try:
+        return HookRunner(load(path))
+    except Exception as error:
+        logger.error(
+            "%s=%s cannot be loaded; every turn and tool call is denied: %s",
+            CONFIG_ENV,
+            path,
+            error,
+        )
+        return HookRunner([_DenyEverything(f"{CONFIG_ENV}={path} cannot be loaded: {error}")])
+
+
+class _DenyEverything(Hook):
+    """What governs agents when their hook file is broken: nothing runs."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
+        return HookResult.deny(self.message)
+
+    async def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
+        return HookResult.deny(self.message)
 
 
 def _observing(observers: Sequence[object]) -> HookRunner:
@@ -207,3 +273,42 @@ def hooks(
     name = agent_name or DEFAULT_AGENT_NAME
     otel = OTelHook(tracer_provider, meter_provider, agent_name=name)
     return plain_hooks(Tracker(_observing([otel]), name))
+
+
+def govern(config: Any, runner: HookRunner, *, agent_name: str | None = None) -> Any:
+    """``config`` governed by ``runner``: a copy whose hooks run the runner's.
+
+    The runner's ``pre_tool_call`` hooks and policy decide every tool call (deny, modified
+    arguments, ask through its ``on_interaction`` hooks) after the agent's own hooks and
+    before the SDK's policies, which still apply; its ``pre_turn`` hooks can block a prompt;
+    its ``on_tool_error`` hooks recover failed calls (the recovery's value, as text, is what
+    the model reads); its other hooks run at the matching SDK points. Use the copy exactly as
+    the original: ``Agent(govern(config, runner))``.
+
+    Telemetry goes to the runner's observers (put an ``OTelHook`` in it). While
+    :class:`AntigravityInstrumentor` is instrumented, its wrappers record the sessions and the
+    runner's hooks appear in its dispatches; otherwise the governing hooks record sessions,
+    turns and tool calls themselves, as :func:`hooks` does (a call the SDK's static rules deny
+    after the runner allowed it then ends with its turn, as interrupted).
+
+    Args:
+        config: A ``LocalAgentConfig`` (or any google-antigravity agent config).
+        runner: The :class:`~hookscope.runner.HookRunner` that governs.
+        agent_name: ``gen_ai.agent.name`` of the sessions it records itself (default
+            ``"antigravity"``).
+
+    Raises:
+        TypeError: ``runner`` is no ``HookRunner``.
+    """
+    from hookscope.integrations.antigravity.governing import (
+        Standalone,
+        governing_hooks,
+        runner_of,
+    )
+
+    present = list(getattr(config, "hooks", None) or ())
+    if runner_of(present) is runner:
+        return config.model_copy()  # governed already: govern twice, run once
+    tracker = Tracker(runner, agent_name or DEFAULT_AGENT_NAME)
+    hooks = [*present, *governing_hooks(runner, Standalone(tracker))]
+    return config.model_copy(update={"hooks": hooks})

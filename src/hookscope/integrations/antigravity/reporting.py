@@ -23,17 +23,23 @@ from typing import Any, Final, Generic, TypeVar, final
 from opentelemetry import context as otel_context
 
 from hookscope._events import GO_ON, RULES, STOP, TENTATIVE, Fold, HookFailure
-from hookscope._notify import Notifier
+from hookscope._notify import DispatchObserver, Notifier
 from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
 
-__all__ = ["DISPATCH", "Dispatch", "Scope"]
+__all__ = ["DISPATCH", "TRACKED", "Dispatch", "Scope"]
 
 C = TypeVar("C", bound=HookContext)
 
 #: The dispatch whose SDK hooks are running in this task, for the hook proxies to report to.
 DISPATCH: Final[contextvars.ContextVar[Dispatch | None]] = contextvars.ContextVar(
     "hookscope_antigravity_dispatch", default=None
+)
+
+#: Whether the SDK object whose callback runs in this task belongs to a session the adapter
+#: tracks (its wrappers then report every event; SDK hooks need not track it themselves).
+TRACKED: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
+    "hookscope_antigravity_tracked", default=False
 )
 
 
@@ -93,6 +99,7 @@ class Dispatch:
         "decided_by",
         "event",
         "finished",
+        "governed",
     )
 
     def __init__(
@@ -105,6 +112,8 @@ class Dispatch:
         self.decided_by: str | None = None
         self._tentative: str | None = None
         self.finished = False
+        #: The verdict a governing runner reached inside this dispatch (:mod:`.governing`).
+        self.governed: Any = None
         self._fold = Fold(data, RULES[event].default)
         notifier.dispatch_started(event, context, data)
 
@@ -146,6 +155,21 @@ class Dispatch:
         """
         self.finished = True
 
+    def settle(self, verdict: Any, decided_by: str | None) -> None:
+        """A governing runner reached ``verdict`` inside this dispatch (its hooks relayed).
+
+        Kept for whoever finishes the dispatch; ``decided_by`` (the runner's) names the
+        decider when no relayed result did, e.g. a hook that failed and so denied.
+        """
+        self.governed = verdict
+        if self.decided_by is None and self._tentative is None:
+            self.decided_by = decided_by
+
+    def relay(self) -> Notifier:
+        """A notifier that folds a runner's dispatch into this one: each of its hooks is
+        reported here, as one more hook of this event; its start and finish are not."""
+        return Notifier([_Relay(self)])
+
     @contextmanager
     def running(self) -> Iterator[Dispatch]:
         """Let hook proxies in this task report to this dispatch."""
@@ -154,3 +178,25 @@ class Dispatch:
             yield self
         finally:
             DISPATCH.reset(token)
+
+
+@final
+class _Relay(DispatchObserver):
+    """Observes a runner's dispatch on behalf of a :class:`Dispatch` (see ``relay``)."""
+
+    __slots__ = ("_dispatch",)
+
+    def __init__(self, dispatch: Dispatch) -> None:
+        self._dispatch = dispatch
+
+    def hook_finished(
+        self,
+        event: HookEvent,
+        hook_name: str,
+        context: HookContext,
+        result: Any,
+        error: BaseException | None,
+        duration_s: float,
+    ) -> None:
+        if event == self._dispatch.event:
+            self._dispatch.hook_finished(hook_name, result, error, duration_s)

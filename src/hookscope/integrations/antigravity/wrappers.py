@@ -43,6 +43,7 @@ from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLI
 from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
 from hookscope.integrations.antigravity.subagents import subagent_state
+from hookscope.runner import HookRunner
 from hookscope.types import Question, ToolCall, Usage
 
 __all__ = ["Adapter", "Wrapper"]
@@ -85,8 +86,10 @@ class Adapter:
     hook contexts, which it replaces.
     """
 
-    def __init__(self, tracker: Tracker) -> None:
+    def __init__(self, tracker: Tracker, governing: HookRunner | None = None) -> None:
         self.tracker = tracker
+        #: The runner that governs every agent created while instrumented, if any.
+        self.governing = governing
         self._bound: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
         self._configs: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._failed: set[str] = set()
@@ -140,6 +143,8 @@ class Adapter:
     # --- sessions and binding ---
 
     def _agent_init(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        if self.governing is not None and self.tracker.active:
+            args, kwargs = _governed(self.governing, args, kwargs)
         result = wrapped(*args, **kwargs)
         # The config as given (the constructor's public argument), for the session's rules.
         config = args[0] if args else kwargs.get("config")
@@ -489,3 +494,18 @@ class Adapter:
     ) -> None:
         dispatch.finish(None if error is not None else sdk.answers_of(result))
         self.tracker.end_interaction(op, error)
+
+
+def _governed(runner: HookRunner, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
+    """``Agent(config)``'s arguments with the config governed by ``runner`` (never ungoverned:
+    a config this cannot govern fails the constructor, saying why)."""
+    from hookscope.integrations.antigravity.governing import governing_hooks, runner_of
+
+    config = args[0] if args else kwargs.get("config")
+    present = list(getattr(config, "hooks", None) or ())
+    if config is None or runner_of(present) is runner:
+        return args, kwargs
+    governed = config.model_copy(update={"hooks": [*present, *governing_hooks(runner)]})
+    if args:
+        return (governed, *args[1:]), kwargs
+    return args, {**kwargs, "config": governed}
