@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookscope.integrations._kit.report import DispatchReport as Dispatch
 from hookscope.integrations.antigravity.operations import (
     LINGER_S,
     MAX_CLOSED,
@@ -11,7 +12,6 @@ from hookscope.integrations.antigravity.operations import (
     OpIndex,
     TurnInterrupted,
 )
-from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage

@@ -2,7 +2,7 @@
 
 :func:`govern` (and ``AntigravityInstrumentor().instrument(runner=...)``) adds one SDK hook
 object per event the runner decides or watches. Each runs the runner's hooks for its event
-*inside* the dispatch the adapter reports for that event (:class:`~.reporting.Dispatch`), so
+*inside* the dispatch the adapter reports for that event (a kit ``DispatchReport``), so
 the runner's hooks appear beside the SDK's own hooks and policies as hooks of one dispatch,
 and the runner's verdict becomes the SDK's native answer:
 
@@ -41,7 +41,9 @@ from hookscope._events import freeze_call
 from hookscope._notify import Notifier
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
-from hookscope.integrations.antigravity.reporting import DISPATCH, TRACKED, Dispatch
+from hookscope.integrations._kit.fold import dispatch_into
+from hookscope.integrations._kit.report import REPORTING, DispatchReport
+from hookscope.integrations.antigravity.hook_router import TRACKED
 from hookscope.integrations.antigravity.sdk_values import tool_name
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
 from hookscope.runner import HookRunner
@@ -80,9 +82,9 @@ class GoverningHook:
         # with its locks and observers, is shared, never copied.
         return self
 
-    def report(self) -> Dispatch | None:
+    def report(self) -> DispatchReport | None:
         """The dispatch the adapter's wrappers report for this hook's event, in this task."""
-        dispatch = DISPATCH.get()
+        dispatch = REPORTING.get()
         return dispatch if dispatch is not None and dispatch.event == self.event else None
 
     def own_session(self, context: Any) -> SessionState | None:
@@ -91,13 +93,9 @@ class GoverningHook:
             return None
         return self.standalone.session(context)
 
-    async def relay(self, report: Dispatch, data: Any) -> Any:
+    async def relay(self, report: DispatchReport, data: Any) -> Any:
         """Run the runner's hooks for the event inside ``report``; the runner's dispatch."""
-        dispatched = await self.runner.dispatch(
-            self.event, report.context, data, notifier=report.relay()
-        )
-        report.settle(dispatched.result, dispatched.decided_by)
-        return dispatched
+        return await dispatch_into(self.runner, report, data)
 
     async def run(self, context: Any, data: Any) -> Any:
         report = self.report()
@@ -109,7 +107,7 @@ class GoverningHook:
             return await self.tracked(self.standalone.tracker, session, data)
         return await self.untracked(data)
 
-    async def reported(self, report: Dispatch, data: Any) -> Any:
+    async def reported(self, report: DispatchReport, data: Any) -> Any:
         """The event, reported by the adapter: relay the runner's hooks into it."""
         await self.relay(report, report.data)
 
@@ -134,7 +132,7 @@ class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
         except Exception as error:  # fail closed
             return ag_types.HookResult(allow=False, message=_failure(self.event, error))
 
-    async def reported(self, report: Dispatch, data: Any) -> Any:
+    async def reported(self, report: DispatchReport, data: Any) -> Any:
         call = _call(data, report.context)
         dispatched = await self.relay(report, freeze_call(call))
         return _tool_verdict(dispatched.result, call, dispatched.data)
@@ -145,7 +143,7 @@ class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
             return await self.untracked(data)
         with op.scope.current():
             verdict = await self.reported(op.pre, data)
-        result = op.pre.governed
+        result = op.pre.verdict
         if verdict.allow:
             if isinstance(result, HookResult):
                 op.allow = result
@@ -177,7 +175,7 @@ class _PreTurn(GoverningHook, ag_hooks.PreTurnHook):
         except Exception as error:  # fail closed
             return ag_types.HookResult(allow=False, message=_failure(self.event, error))
 
-    async def reported(self, report: Dispatch, data: Any) -> Any:
+    async def reported(self, report: DispatchReport, data: Any) -> Any:
         result: HookResult = (await self.relay(report, report.data)).result
         return ag_types.HookResult(allow=result.allow, message=result.message)
 
@@ -187,7 +185,7 @@ class _PreTurn(GoverningHook, ag_hooks.PreTurnHook):
             return ag_types.HookResult(allow=True)
         with turn.scope.current():
             verdict = await self.reported(turn.pre_turn, data)
-        tracker.turn_decided(turn, turn.pre_turn.governed)
+        tracker.turn_decided(turn, turn.pre_turn.verdict)
         if not verdict.allow:
             tracker.end_turn(session)  # blocked: no post-turn hook will run for it
         return verdict
@@ -203,7 +201,7 @@ class _PreTurn(GoverningHook, ag_hooks.PreTurnHook):
 class _OnToolError(GoverningHook, ag_hooks.OnToolErrorHook):
     event: HookEvent = "on_tool_error"
 
-    async def reported(self, report: Dispatch, data: Any) -> Any:
+    async def reported(self, report: DispatchReport, data: Any) -> Any:
         recovery: Recovery | None = (await self.relay(report, report.data)).result
         return None if recovery is None else recovery_text(recovery)
 
@@ -255,7 +253,7 @@ class _SessionStart(GoverningHook, ag_hooks.OnSessionStartHook):
     event: HookEvent = "on_session_start"
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        report = Dispatch(tracker.notify, self.event, session.context, None)
+        report = DispatchReport(tracker.notify, self.event, session.context, None)
         session.start_reported = True
         with session.scope.current():
             await self.reported(report, None)
@@ -266,7 +264,7 @@ class _SessionEnd(GoverningHook, ag_hooks.OnSessionEndHook):
     event: HookEvent = "on_session_end"
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        report = Dispatch(tracker.notify, self.event, session.context, None)
+        report = DispatchReport(tracker.notify, self.event, session.context, None)
         session.end_reported = True
         with session.scope.current():
             await self.reported(report, None)
@@ -278,7 +276,7 @@ class _SessionEnd(GoverningHook, ag_hooks.OnSessionEndHook):
 class _OnInteraction(GoverningHook, ag_hooks.OnInteractionHook):
     event: HookEvent = "on_interaction"
 
-    async def reported(self, report: Dispatch, data: Any) -> Any:
+    async def reported(self, report: DispatchReport, data: Any) -> Any:
         answers: Sequence[Answer] | None = (await self.relay(report, report.data)).result
         return None if not answers else _question_result(answers, len(report.data or ()))
 

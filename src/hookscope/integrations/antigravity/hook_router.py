@@ -8,6 +8,7 @@ fills in for the harness.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -17,8 +18,9 @@ from google.antigravity.connections.local import (
 from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.hooks import HookEvent
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.integrations.antigravity.operations import OpState
-from hookscope.integrations.antigravity.reporting import TRACKED, Dispatch, Scope
 from hookscope.integrations.antigravity.sdk_values import (
     json_args,
     tool_error,
@@ -30,7 +32,13 @@ from hookscope.types import HookResult, ToolCall
 if TYPE_CHECKING:
     from hookscope.integrations.antigravity.wrappers import Adapter
 
-__all__ = ["HANDLERS", "router_wrapper"]
+__all__ = ["HANDLERS", "TRACKED", "router_wrapper"]
+
+#: Whether the SDK object whose callback runs in this task belongs to a session the adapter
+#: tracks (its wrappers then report every event; SDK hooks need not track it themselves).
+TRACKED: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
+    "hookscope_antigravity_tracked", default=False
+)
 
 #: The hook router's handler methods and the event each serves.
 HANDLERS: Final[tuple[tuple[str, HookEvent], ...]] = (
@@ -49,7 +57,7 @@ _PRE_TURN_DENY: Final = pb2.PreTurnResult.Decision.DENY
 
 #: What a begin function returns: the dispatch, the scope whose span is current while the
 #: hooks run, and what the end function needs; ``None`` when there is nothing to report.
-Begun = tuple[Dispatch, Scope[Any], Any] | None
+Begun = tuple[DispatchReport, DetachedScope[Any], Any] | None
 
 
 def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:
@@ -89,12 +97,20 @@ def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:
 
 def _session_start(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     session.start_reported = True
-    return Dispatch(tracker.notify, "on_session_start", session.context, None), session.scope, None
+    return (
+        DispatchReport(tracker.notify, "on_session_start", session.context, None),
+        session.scope,
+        None,
+    )
 
 
 def _session_end(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     session.end_reported = True
-    return Dispatch(tracker.notify, "on_session_end", session.context, None), session.scope, None
+    return (
+        DispatchReport(tracker.notify, "on_session_end", session.context, None),
+        session.scope,
+        None,
+    )
 
 
 def _pre_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun:
@@ -168,20 +184,20 @@ def _tool_error(tracker: Tracker, session: SessionState, request: Any) -> Begun:
 def _compaction(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     turn = tracker.current_turn(session)
     summary = request.on_compaction_args.summary if request.HasField("on_compaction_args") else ""
-    return Dispatch(tracker.notify, "on_compaction", turn.context, summary), turn.scope, turn
+    return DispatchReport(tracker.notify, "on_compaction", turn.context, summary), turn.scope, turn
 
 
 # --- end: read the verdict the handler gave the harness ----------------------------------
 
 
 def _end_plain(
-    tracker: Tracker, dispatch: Dispatch, target: Any, response: Any, error: Any
+    tracker: Tracker, dispatch: DispatchReport, target: Any, response: Any, error: Any
 ) -> None:
     dispatch.finish(None)
 
 
 def _end_pre_turn(
-    tracker: Tracker, dispatch: Dispatch, turn: TurnState, response: Any, error: Any
+    tracker: Tracker, dispatch: DispatchReport, turn: TurnState, response: Any, error: Any
 ) -> None:
     if error is not None:
         return  # no verdict reached the harness; the turn's end settles it
@@ -194,7 +210,7 @@ def _end_pre_turn(
 
 def _end_pre_tool(
     tracker: Tracker,
-    dispatch: Dispatch,
+    dispatch: DispatchReport,
     target: tuple[SessionState, OpState],
     response: Any,
     error: Any,
@@ -203,7 +219,7 @@ def _end_pre_tool(
     if error is not None:
         return
     result = response.pre_tool_result
-    governed = dispatch.governed  # a governing runner's verdict, when one ran
+    governed = dispatch.verdict  # a governing runner's verdict, when one ran
     if result.decision == _PRE_TOOL_DENY:
         if not (isinstance(governed, HookResult) and not governed.allow):
             governed = HookResult.deny(result.reason)  # an SDK hook denied
@@ -219,7 +235,7 @@ def _end_pre_tool(
 
 def _end_post_tool(
     tracker: Tracker,
-    dispatch: Dispatch,
+    dispatch: DispatchReport,
     target: tuple[SessionState, OpState],
     response: Any,
     error: Any,
@@ -230,7 +246,7 @@ def _end_post_tool(
 
 def _end_tool_error(
     tracker: Tracker,
-    dispatch: Dispatch,
+    dispatch: DispatchReport,
     target: tuple[SessionState, OpState],
     response: Any,
     error: Any,

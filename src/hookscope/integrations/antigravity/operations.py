@@ -39,7 +39,8 @@ from typing import Any, Final, final
 
 from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.types import HookResult, HookscopeError, ToolCall
 
 __all__ = [
@@ -110,9 +111,9 @@ class OpState:
 
     def __init__(
         self,
-        scope: Scope[OperationContext],
+        scope: DetachedScope[OperationContext],
         call: ToolCall,
-        pre: Dispatch | None,
+        pre: DispatchReport | None,
         trajectory: str | None = None,
     ) -> None:
         self.scope = scope
@@ -122,7 +123,7 @@ class OpState:
         #: An allow that carries a policy decision, kept until the allow is final.
         self.allow: HookResult = _ALLOW
         #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
-        self.outcome: Dispatch | None = None
+        self.outcome: DispatchReport | None = None
         #: The tool's error when it failed and no hook recovered it (the span's status).
         self.failure: BaseException | None = None
         self.call_id: str | None = None

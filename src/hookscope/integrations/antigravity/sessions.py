@@ -18,15 +18,18 @@ its current turn; its tool operations are found by identity (:mod:`.operations`)
 
 from __future__ import annotations
 
-import contextvars
 import os
 from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any, Final, final
 
+from opentelemetry import context as otel_context
+
 from hookscope._notify import Notifier
 from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.hooks import HookEvent
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.integrations.antigravity.operations import (
     CallInterrupted,
     OpIndex,
@@ -36,7 +39,6 @@ from hookscope.integrations.antigravity.operations import (
     ends_by_cancellation,
 )
 from hookscope.integrations.antigravity.policy_rules import RuleInfo
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
 from hookscope.runner import HookRunner
 from hookscope.types import (
     ChatResponse,
@@ -67,10 +69,10 @@ class TurnState:
         "usage_start",
     )
 
-    def __init__(self, scope: Scope[TurnContext], usage_start: Usage | None) -> None:
+    def __init__(self, scope: DetachedScope[TurnContext], usage_start: Usage | None) -> None:
         self.scope = scope
         self.usage_start = usage_start
-        self.pre_turn: Dispatch | None = None
+        self.pre_turn: DispatchReport | None = None
         self.post_turn = False
         self.blocked = False
         #: The SDK's ``cancel()`` was called: the harness then just goes idle.
@@ -113,7 +115,7 @@ class SessionState:
     )
 
     def __init__(
-        self, scope: Scope[SessionContext], model: str | None, rules: Sequence[RuleInfo]
+        self, scope: DetachedScope[SessionContext], model: str | None, rules: Sequence[RuleInfo]
     ) -> None:
         self.scope = scope
         self.model = model
@@ -182,7 +184,7 @@ class Tracker:
 
             context.set(NEST_SESSION_KEY, True)
         session = SessionState(
-            Scope(context, contextvars.copy_context(), self.notify), model, rules
+            DetachedScope(context, self.notify, otel_context.get_current()), model, rules
         )
         self._sessions[id(session)] = session
         return session
@@ -191,7 +193,7 @@ class Tracker:
         """Report ``on_session_start`` unless SDK hooks will (the harness calls them later)."""
         if not session.start_reported and not session.has_hooks("on_session_start"):
             session.start_reported = True
-            Dispatch(self.notify, "on_session_start", session.context, None).finish(None)
+            DispatchReport(self.notify, "on_session_start", session.context, None).finish(None)
 
     def close_session(self, session: SessionState, error: BaseException | None) -> None:
         """End whatever is open in ``session``, then the session itself."""
@@ -214,7 +216,7 @@ class Tracker:
             context.outcome = "cancelled" if ends_by_cancellation(error) else "failed"
         if not session.end_reported:
             session.end_reported = True
-            Dispatch(self.notify, "on_session_end", context, None).finish(None)
+            DispatchReport(self.notify, "on_session_end", context, None).finish(None)
         session.scope.end(self.notify, error)
 
     def close_all(self) -> None:
@@ -231,9 +233,9 @@ class Tracker:
         context = session.context
         turn_context = TurnContext(context, context.turn_count, prompt)
         context.turn_count += 1
-        turn = TurnState(Scope(turn_context, contextvars.Context(), self.notify), session.usage())
+        turn = TurnState(DetachedScope(turn_context, self.notify), session.usage())
         session.turn = turn
-        turn.pre_turn = Dispatch(self.notify, "pre_turn", turn_context, prompt)
+        turn.pre_turn = DispatchReport(self.notify, "pre_turn", turn_context, prompt)
         if not session.has_hooks("pre_turn"):
             turn.pre_turn.finish(_ALLOW)
         return turn
@@ -250,14 +252,14 @@ class Tracker:
 
     def post_turn(
         self, session: SessionState, turn: TurnState, text: str | None = None
-    ) -> Dispatch:
+    ) -> DispatchReport:
         """Start ``post_turn`` with the turn's response (text, usage, model)."""
         turn.post_turn = True
         usage = _usage_since(turn.usage_start, session.usage())
         response = ChatResponse(
             text=turn.response_text if text is None else text, model=session.model, usage=usage
         )
-        return Dispatch(self.notify, "post_turn", turn.context, response)
+        return DispatchReport(self.notify, "post_turn", turn.context, response)
 
     def end_turn(
         self,
@@ -298,8 +300,8 @@ class Tracker:
         run = session.subagents.get(trajectory) if trajectory else None
         turn = run if run is not None else self.current_turn(session)
         context = OperationContext(turn.context, "tool", call, call.id)
-        op = OpState(Scope(context, contextvars.Context(), self.notify), call, None, trajectory)
-        op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
+        op = OpState(DetachedScope(context, self.notify), call, None, trajectory)
+        op.pre = DispatchReport(self.notify, "pre_tool_call", context, call)
         if call.id:
             op.call_id = call.id
         session.ops.add(op)
@@ -395,7 +397,7 @@ class Tracker:
         if op.closed or op.outcome is not None:  # closed: its turn ended while it ran
             return
         duration = perf_counter() - op.run_started if op.run_started else 0.0
-        op.outcome = Dispatch(
+        op.outcome = DispatchReport(
             self.notify, "post_tool_call", op.context, ToolResult(op.call, value, duration)
         )
         if not hooks_pending:
@@ -407,7 +409,7 @@ class Tracker:
         if op.closed or op.outcome is not None:
             return
         op.failure = error  # until a hook recovers it, the call ends in this error
-        op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
+        op.outcome = DispatchReport(self.notify, "on_tool_error", op.context, error)
         if not hooks_pending:
             op.outcome.finish(None)
 
@@ -479,7 +481,7 @@ class Tracker:
         """Open an interaction operation (a question to the user) in the current turn."""
         turn = self.current_turn(session)
         context = OperationContext(turn.context, "interaction")
-        return OpState(Scope(context, contextvars.Context(), self.notify), ToolCall(""), None)
+        return OpState(DetachedScope(context, self.notify), ToolCall(""), None)
 
     def end_interaction(self, op: OpState, error: BaseException | None) -> None:
         """Close an interaction operation."""

@@ -15,15 +15,14 @@ configures, else ``subagent``.
 
 from __future__ import annotations
 
-import contextvars
 from typing import Any, Final
 
 from google.antigravity import types as ag_types
 from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.context import TurnContext
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.integrations.antigravity.operations import OpState
-from hookscope.integrations.antigravity.reporting import Scope
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker, TurnState
 
 __all__ = ["DEFAULT_SUBAGENT_NAME", "INVOKE_SUBAGENT", "start_subagent", "subagent_state"]
@@ -66,7 +65,7 @@ def start_subagent(
     parent = delegating.scope.span_context if delegating is not None else turn.scope.span_context
     if delegating is not None:
         delegating.subagent_runs += 1
-    run = TurnState(Scope(context, contextvars.Context(), tracker.notify, parent), None)
+    run = TurnState(DetachedScope(context, tracker.notify, parent), None)
     session.subagents[trajectory] = run
     return run
 

@@ -35,12 +35,12 @@ from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.context import SessionContext, TurnOutcome
 from hookscope.hooks import HookEvent
+from hookscope.integrations._kit.report import DispatchReport
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
 from hookscope.integrations.antigravity.operations import OpState, StepKey, ends_by_cancellation
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
-from hookscope.integrations.antigravity.reporting import Dispatch
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
 from hookscope.integrations.antigravity.subagents import subagent_state
 from hookscope.runner import HookRunner
@@ -367,9 +367,9 @@ class Adapter:
             return  # reported when the SDK's compaction hooks run, or already reported
         session.compactions.add(key)
         turn = self.tracker.current_turn(session)
-        Dispatch(self.tracker.notify, "on_compaction", turn.context, step.content or "").finish(
-            None
-        )
+        DispatchReport(
+            self.tracker.notify, "on_compaction", turn.context, step.content or ""
+        ).finish(None)
 
     # --- Python tools ---
 
@@ -481,16 +481,16 @@ class Adapter:
         finally:
             self.guard(self._answered, op, dispatch, result, error)
 
-    def _ask(self, session: SessionState, entries: Any) -> tuple[OpState, Dispatch]:
+    def _ask(self, session: SessionState, entries: Any) -> tuple[OpState, DispatchReport]:
         op = self.tracker.interaction(session)
         questions = [
             Question(entry.question, [option.text for option in entry.options], str(index))
             for index, entry in enumerate(entries)
         ]
-        return op, Dispatch(self.tracker.notify, "on_interaction", op.context, questions)
+        return op, DispatchReport(self.tracker.notify, "on_interaction", op.context, questions)
 
     def _answered(
-        self, op: OpState, dispatch: Dispatch, result: Any, error: BaseException | None
+        self, op: OpState, dispatch: DispatchReport, result: Any, error: BaseException | None
     ) -> None:
         dispatch.finish(None if error is not None else sdk.answers_of(result))
         self.tracker.end_interaction(op, error)
