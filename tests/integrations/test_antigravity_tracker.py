@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from hookscope.integrations._kit.report import DispatchReport as Dispatch
-from hookscope.integrations.antigravity.operations import (
-    LINGER_S,
-    MAX_CLOSED,
-    CallInterrupted,
-    OpIndex,
-    TurnInterrupted,
-)
-from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.integrations._kit.scopes import CallInterrupted, TurnInterrupted
+from hookscope.integrations.antigravity.operations import LINGER_S, MAX_CLOSED, OpIndex
+from hookscope.integrations.antigravity.reported_op import CALL_INTERRUPTED
+from hookscope.integrations.antigravity.sessions import TURN_INTERRUPTED, Tracker
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
@@ -37,8 +33,8 @@ def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) ->
     tracker.session_started(session)
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.start()
+    op.returned("sunny", hooks_pending=False)
     tracker.close_op(session, op)
     tracker.end_turn(session)
     tracker.close_session(session, None)
@@ -149,7 +145,7 @@ def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> 
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     denied = tracker.op_for_request(session, "t", CALL)
-    tracker.deny(denied, HookResult.deny("no"), "antigravity.policy")
+    denied.deny(HookResult.deny("no"), "antigravity.policy")
 
     op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
 
@@ -180,7 +176,7 @@ def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Rec
     tracker = tracker_with(recorder)
     session = tracker.open_session("s", None, ())
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+    op.failed(ValueError("boom"), hooks_pending=True)
 
     tracker.close_op(session, op)
 
@@ -200,10 +196,10 @@ def test_a_recovery_is_a_non_empty_replacement_message(recorder: Recorder) -> No
         for i in ("c1", "c2")
     )
     for op in (recovered, unrecovered):
-        tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+        op.failed(ValueError("boom"), hooks_pending=True)
 
-    tracker.recovered(recovered, "try Rome")
-    tracker.recovered(unrecovered, None)
+    recovered.recovered("try Rome")
+    unrecovered.recovered(None)
 
     finished = [c[2] for c in recorder.named("dispatch_finished") if c[1] == "on_tool_error"]
     assert finished == [Recovery("try Rome"), None]
@@ -223,7 +219,7 @@ def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None
         ("scope_ended", "TurnContext", "failed", "TurnInterrupted"),
         ("scope_ended", "SessionContext", "completed", None),
     ]
-    assert "read the whole response" in str(TurnInterrupted())
+    assert "read the whole response" in str(TurnInterrupted(TURN_INTERRUPTED))
 
 
 # --- calls in flight when their turn or session ends ------------------------------------------
@@ -255,7 +251,7 @@ def test_a_running_call_at_turn_end_ends_with_the_turns_error(recorder: Recorder
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
+    op.start()
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
 
@@ -272,7 +268,7 @@ def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recor
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
+    op.start()
 
     tracker.end_turn(session)
 
@@ -282,7 +278,10 @@ def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recor
         None,
         "CallInterrupted",
     )
-    assert str(CallInterrupted()) == "the turn ended before this tool call was decided or had run"
+    assert (
+        str(CallInterrupted(CALL_INTERRUPTED))
+        == "the turn ended before this tool call was decided or had run"
+    )
 
 
 def test_a_call_that_ran_ends_normally_with_its_turn(recorder: Recorder) -> None:
@@ -290,7 +289,7 @@ def test_a_call_that_ran_ends_normally_with_its_turn(recorder: Recorder) -> None
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_returned(op, "sunny", hooks_pending=True)  # post_tool_call hooks never reported
+    op.returned("sunny", hooks_pending=True)  # post_tool_call hooks never reported
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
 
@@ -302,7 +301,7 @@ def test_a_denied_call_ends_normally_with_its_turn(recorder: Recorder) -> None:
     session = tracker.open_session("s", None, ())
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.deny(op, HookResult.deny("no"), "rule")
+    op.deny(HookResult.deny("no"), "rule")
 
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
 
@@ -317,8 +316,8 @@ def test_a_late_verdict_for_an_interrupted_call_is_ignored(recorder: Recorder) -
     tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
     before = list(recorder.calls)
 
-    tracker.deny(op, HookResult.deny("too late"), "rule")
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.deny(HookResult.deny("too late"), "rule")
+    op.returned("sunny", hooks_pending=False)
 
     assert recorder.calls == before
 
@@ -368,8 +367,8 @@ def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     tracker = Tracker(observed_by(keep), "bot")
     session = tracker.open_session("s", None, ())
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.start()
+    op.returned("sunny", hooks_pending=False)
 
     assert [(r.call, r.value) for r in keep.data["post_tool_call"]] == [(CALL, "sunny")]
 

@@ -139,17 +139,18 @@ class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
         op = tracker.op_for_request(session, None, _call(data, None))
-        if op.decided or op.pre is None:  # asked again about a call already decided
+        if op.decided:  # asked again about a call already decided
             return await self.untracked(data)
+        report = op.decision_report
         with op.scope.current():
-            verdict = await self.reported(op.pre, data)
-        result = op.pre.verdict
+            verdict = await self.reported(report, data)
+        result = report.verdict
         if verdict.allow:
             if isinstance(result, HookResult):
-                op.allow = result
-            tracker.tool_started(op)  # the tool runs now; its post-call hook closes it
+                op.allow_pending(result)
+            op.start()  # the tool runs now; its post-call hook closes it
         else:
-            tracker.deny(op, result, op.pre.decided_by)
+            op.deny(result, report.decided_by)
             tracker.close_op(session, op)
         return verdict
 
@@ -208,12 +209,13 @@ class _OnToolError(GoverningHook, ag_hooks.OnToolErrorHook):
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
         call = ToolCall(tool_name(getattr(data, "tool_name", "") or ""), {}, _call_id(data))
         op = tracker.op_for_request(session, None, call)
-        tracker.tool_failed(op, data, hooks_pending=True)
+        op.failed(data, hooks_pending=True)
         text = None
-        if op.outcome is not None and not op.outcome.finished:
+        report = op.result_report
+        if report is not None and not report.finished:
             with op.scope.current():
-                text = await self.reported(op.outcome, data)
-        tracker.recovered(op, text)
+                text = await self.reported(report, data)
+        op.recovered(text)
         tracker.close_op(session, op)
         return text
 
@@ -225,13 +227,14 @@ class _PostToolCall(GoverningHook, ag_hooks.PostToolCallHook):
         call = ToolCall(tool_name(data.name), {}, data.id or "", data.server_name or None)
         op = tracker.op_for_request(session, None, call)
         if data.error:
-            tracker.tool_failed(op, ag_types.ToolExecutionError(data.error, call.name), False)
+            op.failed(ag_types.ToolExecutionError(data.error, call.name), False)
         else:
-            tracker.tool_returned(op, data.result, hooks_pending=True)
-            if op.outcome is not None and not op.outcome.finished:
+            op.returned(data.result, hooks_pending=True)
+            report = op.result_report
+            if report is not None and not report.finished:
                 with op.scope.current():
-                    await self.reported(op.outcome, data)
-                op.outcome.finish(None)
+                    await self.reported(report, data)
+                report.finish(None)
         tracker.close_op(session, op)
 
 

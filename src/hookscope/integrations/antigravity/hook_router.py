@@ -20,7 +20,7 @@ from google.antigravity.proto import localharness_pb2 as pb2
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.report import DispatchReport
 from hookscope.integrations._kit.scopes import DetachedScope
-from hookscope.integrations.antigravity.operations import OpState
+from hookscope.integrations.antigravity.reported_op import ReportedOp
 from hookscope.integrations.antigravity.sdk_values import (
     json_args,
     tool_error,
@@ -137,17 +137,17 @@ def _pre_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     args = request.pre_tool_args
     call = _call(args, json_args(args.arguments_json))
     op = tracker.op_for_request(session, args.trajectory_id, call)
-    return (op.pre, op.scope, (session, op)) if not op.decided and op.pre is not None else None
+    return None if op.decided else (op.decision_report, op.scope, (session, op))
 
 
-def _pending(session: SessionState, op: OpState, event: HookEvent) -> Begun:
-    dispatch = op.outcome
+def _pending(session: SessionState, op: ReportedOp, event: HookEvent) -> Begun:
+    dispatch = op.result_report
     if dispatch is None or dispatch.finished or dispatch.event != event:
         return None
     return dispatch, op.scope, (session, op)
 
 
-def _after_call(tracker: Tracker, session: SessionState, args: Any) -> OpState | None:
+def _after_call(tracker: Tracker, session: SessionState, args: Any) -> ReportedOp | None:
     """The call a post-call or error callback is about; ``None`` when it arrives too late.
 
     Such a callback never starts a call: it belongs to an open call with its id, or to one
@@ -165,8 +165,8 @@ def _post_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     op = _after_call(tracker, session, args)
     if op is None:
         return None
-    if op.outcome is None:  # a harness tool: it ran outside Python
-        tracker.tool_returned(op, args.result or None, hooks_pending=True)
+    if op.result_report is None:  # a harness tool: it ran outside Python
+        op.returned(args.result or None, hooks_pending=True)
     return _pending(session, op, "post_tool_call")
 
 
@@ -175,9 +175,9 @@ def _tool_error(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     op = _after_call(tracker, session, args)
     if op is None:
         return None
-    if op.outcome is None:
+    if op.result_report is None:
         error = tool_error(args.error_message, op.call.name)
-        tracker.tool_failed(op, error, hooks_pending=True)
+        op.failed(error, hooks_pending=True)
     return _pending(session, op, "on_tool_error")
 
 
@@ -211,7 +211,7 @@ def _end_pre_turn(
 def _end_pre_tool(
     tracker: Tracker,
     dispatch: DispatchReport,
-    target: tuple[SessionState, OpState],
+    target: tuple[SessionState, ReportedOp],
     response: Any,
     error: Any,
 ) -> None:
@@ -223,20 +223,18 @@ def _end_pre_tool(
     if result.decision == _PRE_TOOL_DENY:
         if not (isinstance(governed, HookResult) and not governed.allow):
             governed = HookResult.deny(result.reason)  # an SDK hook denied
-        tracker.deny(op, governed, dispatch.decided_by)
+        op.deny(governed, dispatch.decided_by)
         return
     if isinstance(governed, HookResult) and governed.allow:
-        op.allow = governed  # carries the runner's policy decision until the call runs
+        op.allow_pending(governed)  # the runner's policy decision, until the call runs
     if result.HasField("modified_args"):
-        modified = struct_converter.to_json_fallback(result.modified_args)
-        op.call = op.call.with_args({**op.call.args, **modified})
-        op.allow = HookResult(allow=True, modified_args=modified, decision=op.allow.decision)
+        op.modify(struct_converter.to_json_fallback(result.modified_args))
 
 
 def _end_post_tool(
     tracker: Tracker,
     dispatch: DispatchReport,
-    target: tuple[SessionState, OpState],
+    target: tuple[SessionState, ReportedOp],
     response: Any,
     error: Any,
 ) -> None:
@@ -247,14 +245,14 @@ def _end_post_tool(
 def _end_tool_error(
     tracker: Tracker,
     dispatch: DispatchReport,
-    target: tuple[SessionState, OpState],
+    target: tuple[SessionState, ReportedOp],
     response: Any,
     error: Any,
 ) -> None:
     value = None
     if error is None and response.HasField("on_tool_error_result"):
         value = response.on_tool_error_result.custom_error_message or None
-    tracker.recovered(target[1], value)
+    target[1].recovered(value)
     tracker.hooks_reported(*target)
 
 

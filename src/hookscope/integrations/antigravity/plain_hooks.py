@@ -89,9 +89,9 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
             op = tracker.op_for_request(session, None, _call(data))
             if data.error:
                 error = ag_types.ToolExecutionError(data.error, op.call.name)
-                tracker.tool_failed(op, error, hooks_pending=False)
+                op.failed(error, hooks_pending=False)
             else:
-                tracker.tool_returned(op, data.result, hooks_pending=False)
+                op.returned(data.result, hooks_pending=False)
             tracker.close_op(session, op)
 
     class OnToolError(ag_hooks.OnToolErrorHook):
@@ -102,7 +102,7 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
             call_id = getattr(data, "call_id", None)
             name = str(getattr(data, "tool_name", "") or "")
             op = tracker.op_for_request(session, None, ToolCall(name, {}, call_id or ""))
-            tracker.tool_failed(op, data, hooks_pending=False)
+            op.failed(data, hooks_pending=False)
             tracker.close_op(session, op)
             return None
 

@@ -20,39 +20,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from time import perf_counter
 from typing import Any, Final, final
 
 from opentelemetry import context as otel_context
 
 from hookscope._notify import Notifier
+from hookscope._scopes import is_cancellation
 from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.report import DispatchReport
-from hookscope.integrations._kit.scopes import DetachedScope
-from hookscope.integrations.antigravity.operations import (
-    CallInterrupted,
-    OpIndex,
-    OpState,
-    StepKey,
-    TurnInterrupted,
-    ends_by_cancellation,
-)
+from hookscope.integrations._kit.scopes import DetachedScope, TurnInterrupted
+from hookscope.integrations.antigravity.operations import OpIndex
 from hookscope.integrations.antigravity.policy_rules import RuleInfo
+from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
 from hookscope.runner import HookRunner
-from hookscope.types import (
-    ChatResponse,
-    Decision,
-    HookResult,
-    Recovery,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from hookscope.types import ChatResponse, Decision, HookResult, ToolCall, Usage
 
-__all__ = ["SessionState", "Tracker", "TurnState"]
+__all__ = ["TURN_INTERRUPTED", "SessionState", "Tracker", "TurnState", "ends_by_cancellation"]
 
 _ALLOW: Final = HookResult()
+#: Why a turn fails when its session ended before the agent finished the turn.
+TURN_INTERRUPTED: Final = "the session ended before the turn did; read the whole response first"
+
+
+def ends_by_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
+
+    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
+    turn and raise ``TimeoutError`` in its place; the kit's ``ended_by`` calls that failed);
+    the SDK's own ``conversation.cancel()`` is recognised where it is called
+    (``LocalConnection.cancel``) instead.
+    """
+    return is_cancellation(error) or isinstance(error, TimeoutError)
 
 
 @final
@@ -201,7 +200,7 @@ class Tracker:
             return
         session.closed = True
         self._sessions.pop(id(session), None)
-        interruption = error or TurnInterrupted()
+        interruption = error or TurnInterrupted(TURN_INTERRUPTED)
         if session.turn is not None:  # the session ended before the trajectory went idle
             # Cancelled by the caller's task being cancelled (a timeout included), or failed.
             cancelled = error is not None and ends_by_cancellation(error)
@@ -295,21 +294,18 @@ class Tracker:
 
     # --- tool operations ---
 
-    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> OpState:
+    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> ReportedOp:
         # A subagent's call belongs to its run; any other to the current turn.
         run = session.subagents.get(trajectory) if trajectory else None
         turn = run if run is not None else self.current_turn(session)
         context = OperationContext(turn.context, "tool", call, call.id)
-        op = OpState(DetachedScope(context, self.notify), call, None, trajectory)
-        op.pre = DispatchReport(self.notify, "pre_tool_call", context, call)
-        if call.id:
-            op.call_id = call.id
+        op = ReportedOp(self.runner, context, call, trajectory)
         session.ops.add(op)
         return op
 
     def op_for_request(
         self, session: SessionState, trajectory: str | None, call: ToolCall
-    ) -> OpState:
+    ) -> ReportedOp:
         """The call a policy or hook request (or a Python tool run) is about.
 
         Found by its call id, else it is the operation a step update opened for the same
@@ -323,15 +319,14 @@ class Tracker:
                 return self._open_op(session, call, trajectory)
             if call.id:
                 ops.bind_call(op, call.id)
-        if op.trajectory is None and trajectory:
-            op.trajectory = trajectory
+        op.learn_trajectory(trajectory)
         return op
 
-    def late_op(self, session: SessionState, call_id: str | None) -> OpState | None:
+    def late_op(self, session: SessionState, call_id: str | None) -> ReportedOp | None:
         """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
         return session.ops.by_call(call_id) or session.ops.recently_closed(call_id=call_id)
 
-    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> OpState:
+    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> ReportedOp:
         """The call a tool step update is about (open or recently closed), else a new one.
 
         A Python tool's step carries the call id; a harness tool's does not, and is matched to
@@ -353,7 +348,7 @@ class Tracker:
         step_key: StepKey,
         message: str,
         call: Callable[[], ToolCall],
-    ) -> tuple[OpState, bool]:
+    ) -> tuple[ReportedOp, bool]:
         """The call a denial step (which names no tool) reports, and whether it is new.
 
         A step already seen, or the call of its trajectory Python saw and no step claimed
@@ -371,92 +366,26 @@ class Tracker:
         ops.bind_step(op, step_key)
         return op, new
 
-    def deny(self, op: OpState, result: HookResult, decided_by: str | None) -> None:
-        """The call was denied (by a hook, a Python-evaluated rule or the harness)."""
-        if op.decided:
-            return
-        op.denied = True
-        op.denial = result.message
-        assert op.pre is not None
-        op.pre.finish(result, decided_by, data=op.call)
-
-    def allowed(self, op: OpState) -> None:
-        """The call goes ahead: finish ``pre_tool_call`` with the allow it has."""
-        if not op.decided:
-            assert op.pre is not None
-            op.pre.finish(op.allow, data=op.call)
-
-    def tool_started(self, op: OpState) -> None:
-        """The tool is about to run in Python."""
-        self.allowed(op)
-        op.mark_started()
-
-    def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
-        """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
-        self.allowed(op)
-        if op.closed or op.outcome is not None:  # closed: its turn ended while it ran
-            return
-        duration = perf_counter() - op.run_started if op.run_started else 0.0
-        op.outcome = DispatchReport(
-            self.notify, "post_tool_call", op.context, ToolResult(op.call, value, duration)
-        )
-        if not hooks_pending:
-            op.outcome.finish(None)
-
-    def tool_failed(self, op: OpState, error: BaseException, hooks_pending: bool) -> None:
-        """The tool failed; ``on_tool_error`` ends now or when the SDK's error hooks ran."""
-        self.allowed(op)
-        if op.closed or op.outcome is not None:
-            return
-        op.failure = error  # until a hook recovers it, the call ends in this error
-        op.outcome = DispatchReport(self.notify, "on_tool_error", op.context, error)
-        if not hooks_pending:
-            op.outcome.finish(None)
-
-    def recovered(self, op: OpState, value: str | None) -> None:
-        """The SDK's error hooks ran: a non-empty string replaced the error for the model."""
-        if op.outcome is not None and op.outcome.event == "on_tool_error":
-            if value:
-                op.failure = None
-            op.outcome.finish(Recovery(value) if value else None)
-
-    def step_finished(self, session: SessionState, op: OpState) -> None:
+    def step_finished(self, session: SessionState, op: ReportedOp) -> None:
         """The harness reports the call's step done: close it, once its SDK hooks reported.
 
         The harness may call the SDK's post-call or error hooks after the step update that
         ends the call; the operation stays open for them (at the latest, until its turn ends).
         """
-        op.step_done = True
-        if not op.hooks_pending:
+        if op.finish_step():
             self.close_op(session, op)
 
-    def hooks_reported(self, session: SessionState, op: OpState) -> None:
+    def hooks_reported(self, session: SessionState, op: ReportedOp) -> None:
         """The SDK's post-call or error hooks of ``op`` reported: close it if its step is done."""
         if op.step_done:
             self.close_op(session, op)
 
     def close_op(
-        self, session: SessionState, op: OpState, interruption: BaseException | None = None
+        self, session: SessionState, op: ReportedOp, interruption: BaseException | None = None
     ) -> None:
-        """Close the call's scope: its step is done, or its turn or session ended.
-
-        A call still in flight (undecided, or allowed but not yet returned) was interrupted:
-        its scope ends with ``interruption`` (the turn's or session's error; a
-        :class:`CallInterrupted` when there is none), and an undecided ``pre_tool_call`` is
-        abandoned, never finished as an allow. A call whose tool failed, unrecovered, ends
-        with the tool's error (as a raising tool ends a runner's scope); a call that ran or
-        was denied ends normally.
-        """
-        if op.closed:
-            return
-        op.closed = True
-        error = (interruption or CallInterrupted()) if op.in_flight else op.failure
-        if op.pre is not None and not op.pre.finished:
-            op.pre.abandon()
-        if op.outcome is not None:  # the tool ran; the SDK's hooks never reported back
-            op.outcome.finish(None)
-        session.ops.close(op)
-        op.scope.end(self.notify, error)
+        """End the call (:meth:`ReportedOp.close`) and keep it findable for late reports."""
+        if op.close(interruption):
+            session.ops.close(op)
 
     def end_subagent(
         self,
@@ -477,17 +406,16 @@ class Tracker:
         )
         run.scope.end(self.notify, error)
 
-    def interaction(self, session: SessionState) -> OpState:
-        """Open an interaction operation (a question to the user) in the current turn."""
+    def interaction(self, session: SessionState) -> DetachedScope[OperationContext]:
+        """Open an interaction (a question to the user) in the current turn."""
         turn = self.current_turn(session)
-        context = OperationContext(turn.context, "interaction")
-        return OpState(DetachedScope(context, self.notify), ToolCall(""), None)
+        return DetachedScope(OperationContext(turn.context, "interaction"), self.notify)
 
-    def end_interaction(self, op: OpState, error: BaseException | None) -> None:
-        """Close an interaction operation."""
-        if not op.closed:
-            op.closed = True
-            op.scope.end(self.notify, error)
+    def end_interaction(
+        self, scope: DetachedScope[OperationContext], error: BaseException | None
+    ) -> None:
+        """Close an interaction."""
+        scope.end(self.notify, error)
 
 
 def _usage_since(start: Usage | None, end: Usage | None) -> Usage | None:

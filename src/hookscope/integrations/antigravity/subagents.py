@@ -22,7 +22,7 @@ from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope.context import TurnContext
 from hookscope.integrations._kit.scopes import DetachedScope
-from hookscope.integrations.antigravity.operations import OpState
+from hookscope.integrations.antigravity.reported_op import ReportedOp
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker, TurnState
 
 __all__ = ["DEFAULT_SUBAGENT_NAME", "INVOKE_SUBAGENT", "start_subagent", "subagent_state"]
@@ -35,10 +35,10 @@ DEFAULT_SUBAGENT_NAME: Final = "subagent"
 _TRAJECTORY: Final = pb2.TrajectoryStateUpdate.State
 
 
-def _name(session: SessionState, delegating: OpState | None) -> str:
+def _name(session: SessionState, delegating: ReportedOp | None) -> str:
     if delegating is not None:
         entries = delegating.call.args.get("Subagents")
-        index = delegating.subagent_runs
+        index = delegating.subagent_runs  # the runs it started before this one
         if isinstance(entries, (list, tuple)) and index < len(entries):
             entry: Any = entries[index]
             name = entry.get("TypeName") if isinstance(entry, dict) else None
@@ -64,7 +64,7 @@ def start_subagent(
     context.set(SUBAGENT_KEY, (name, trajectory))
     parent = delegating.scope.span_context if delegating is not None else turn.scope.span_context
     if delegating is not None:
-        delegating.subagent_runs += 1
+        delegating.next_subagent()
     run = TurnState(DetachedScope(context, tracker.notify, parent), None)
     session.subagents[trajectory] = run
     return run

@@ -33,15 +33,16 @@ from typing import Any, Final
 from google.antigravity import types as ag_types
 from google.antigravity.proto import localharness_pb2 as pb2
 
-from hookscope.context import SessionContext, TurnOutcome
+from hookscope.context import OperationContext, SessionContext, TurnOutcome
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
-from hookscope.integrations.antigravity.operations import OpState, StepKey, ends_by_cancellation
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker, ends_by_cancellation
 from hookscope.integrations.antigravity.subagents import subagent_state
 from hookscope.runner import HookRunner
 from hookscope.types import Question, ToolCall, Usage
@@ -329,17 +330,17 @@ class Adapter:
         if op.closed:
             return  # a repeated update of a step already finished
         if status == _StepStatus.ACTIVE:
-            tracker.allowed(op)
+            op.allow()
         elif status == _StepStatus.DONE:
             # A harness tool ran outside Python; the SDK's post-call hooks may report later.
-            tracker.tool_returned(op, None, hooks_pending=session.has_hooks("post_tool_call"))
+            op.returned(None, hooks_pending=session.has_hooks("post_tool_call"))
             tracker.step_finished(session, op)
         elif status == _StepStatus.ERROR:
             if not op.decided and sdk.is_denial(step):
                 self._harness_denied(session, op, sdk.denial_message(step))
             else:
                 error = sdk.tool_error(step.error, call.name)
-                tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+                op.failed(error, hooks_pending=session.has_hooks("on_tool_error"))
             tracker.step_finished(session, op)
 
     def _denial_step(self, session: SessionState, step_key: StepKey, message: str) -> None:
@@ -355,11 +356,11 @@ class Adapter:
             self._harness_denied(session, op, message)
         self.tracker.step_finished(session, op)
 
-    def _harness_denied(self, session: SessionState, op: OpState, message: str) -> None:
+    def _harness_denied(self, session: SessionState, op: ReportedOp, message: str) -> None:
         """A denial by a static rule, which the harness names by its name or its reason."""
         if op.decided:
             return
-        self.tracker.deny(op, sdk.harness_denial(session, message), HARNESS_POLICY)
+        op.deny(sdk.harness_denial(session, message), HARNESS_POLICY)
 
     def _compacted(self, session: SessionState, step: Any) -> None:
         key = (step.trajectory_id, step.step_index)
@@ -395,21 +396,21 @@ class Adapter:
         finally:
             _TOOL_TRAJECTORY.reset(token)
 
-    def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
+    def _tool_started(self, session: SessionState, tool_call: Any) -> ReportedOp:
         call = sdk.call_from_sdk(tool_call, tool_call.id or None)
         op = self.tracker.op_for_request(session, _TOOL_TRAJECTORY.get() or None, call)
-        self.tracker.tool_started(op)
+        op.start()
         return op
 
-    def _tool_result(self, session: SessionState, op: OpState, result: Any) -> None:
+    def _tool_result(self, session: SessionState, op: ReportedOp, result: Any) -> None:
         if result is None:
             return
         if result.error is None:
             pending = session.has_hooks("post_tool_call")
-            self.tracker.tool_returned(op, result.result, hooks_pending=pending)
+            op.returned(result.result, hooks_pending=pending)
         else:
             error = result.exception or sdk.tool_error(result.error, op.call.name)
-            self.tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+            op.failed(error, hooks_pending=session.has_hooks("on_tool_error"))
 
     # --- policy rules evaluated in Python (``when`` predicates, ask-user) ---
 
@@ -437,7 +438,7 @@ class Adapter:
         self.guard(self._policy_decided, op, policy, outcome, perf_counter() - started)
         return outcome
 
-    def _policy_op(self, session: SessionState, request: Any) -> OpState:
+    def _policy_op(self, session: SessionState, request: Any) -> ReportedOp:
         args = request.tool_args
         call = ToolCall(
             sdk.tool_name(args.tool_name),
@@ -447,19 +448,19 @@ class Adapter:
         )
         return self.tracker.op_for_request(session, args.trajectory_id or None, call)
 
-    def _policy_decided(self, op: OpState, policy: Any, outcome: Any, duration: float) -> None:
+    def _policy_decided(self, op: ReportedOp, policy: Any, outcome: Any, duration: float) -> None:
         """Report one rule's evaluation as a run of the ``antigravity.policy`` hook."""
-        if op.decided or op.pre is None:
+        if op.decided:
             return
         verdict, deny_reason = outcome
         result = sdk.policy_result(policy, _OUTCOME_NAME(verdict), deny_reason)
-        op.pre.hook_finished(POLICY_HOOK, result, None, duration)
+        op.decision_report.hook_finished(POLICY_HOOK, result, None, duration)
         if result is None:
             return  # the rule did not match
         if result.allow:
-            op.allow = result
+            op.allow_pending(result)
         else:
-            self.tracker.deny(op, result, POLICY_HOOK)
+            op.deny(result, POLICY_HOOK)
 
     # --- interactions (questions to the user) ---
 
@@ -468,32 +469,40 @@ class Adapter:
         begun = self.guard(self._ask, session, args[0]) if session and args else None
         if begun is None:
             return await wrapped(*args, **kwargs)
-        op, dispatch = begun
+        scope, dispatch = begun
         error: BaseException | None = None
         result: Any = None
         try:
-            with op.scope.current(), dispatch.running():
+            with scope.current(), dispatch.running():
                 result = await wrapped(*args, **kwargs)
             return result
         except BaseException as raised:
             error = raised
             raise
         finally:
-            self.guard(self._answered, op, dispatch, result, error)
+            self.guard(self._answered, scope, dispatch, result, error)
 
-    def _ask(self, session: SessionState, entries: Any) -> tuple[OpState, DispatchReport]:
-        op = self.tracker.interaction(session)
+    def _ask(
+        self, session: SessionState, entries: Any
+    ) -> tuple[DetachedScope[OperationContext], DispatchReport]:
+        scope = self.tracker.interaction(session)
         questions = [
             Question(entry.question, [option.text for option in entry.options], str(index))
             for index, entry in enumerate(entries)
         ]
-        return op, DispatchReport(self.tracker.notify, "on_interaction", op.context, questions)
+        return scope, DispatchReport(
+            self.tracker.notify, "on_interaction", scope.context, questions
+        )
 
     def _answered(
-        self, op: OpState, dispatch: DispatchReport, result: Any, error: BaseException | None
+        self,
+        scope: DetachedScope[OperationContext],
+        dispatch: DispatchReport,
+        result: Any,
+        error: BaseException | None,
     ) -> None:
         dispatch.finish(None if error is not None else sdk.answers_of(result))
-        self.tracker.end_interaction(op, error)
+        self.tracker.end_interaction(scope, error)
 
 
 def _governed(runner: HookRunner, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
