@@ -45,7 +45,7 @@ from hookscope.integrations._kit.fold import dispatch_into
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
 from hookscope.integrations.antigravity.hook_router import TRACKED
 from hookscope.integrations.antigravity.sdk_values import tool_name
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.integrations.antigravity.sessions import SdkProbe, SessionState, Tracker
 from hookscope.runner import HookRunner
 from hookscope.types import Answer, HookResult, Recovery, ToolCall
 
@@ -256,8 +256,7 @@ class _SessionStart(GoverningHook, ag_hooks.OnSessionStartHook):
     event: HookEvent = "on_session_start"
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        report = DispatchReport(tracker.notify, self.event, session.context, None)
-        session.start_reported = True
+        report = tracker.report_session_start(session)
         with session.scope.current():
             await self.reported(report, None)
         report.finish(None)
@@ -267,8 +266,7 @@ class _SessionEnd(GoverningHook, ag_hooks.OnSessionEndHook):
     event: HookEvent = "on_session_end"
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        report = DispatchReport(tracker.notify, self.event, session.context, None)
-        session.end_reported = True
+        report = tracker.report_session_end(session)
         with session.scope.current():
             await self.reported(report, None)
         report.finish(None)
@@ -324,9 +322,10 @@ class Standalone:
             root = root.parent
         session = self._by_root.get(root)
         if session is None or session.closed:
-            session = self.tracker.open_session(None, None, ())
             # The runner's pre_turn hooks decide (their dispatch waits for them).
-            session.has_hooks = _decides_turns
+            probe = SdkProbe()
+            probe.has_hooks = _decides_turns
+            session = self.tracker.open_session(None, probe)
             self._by_root[root] = session
         return session
 

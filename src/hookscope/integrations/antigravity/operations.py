@@ -70,6 +70,56 @@ class OpIndex:
         self._by_step: dict[StepKey, ReportedOp] = {}
         self._closed: OrderedDict[tuple[str, object], tuple[ReportedOp, float]] = OrderedDict()
 
+    # --- the look-ups, one per kind of report (module docs give the order) ---
+
+    def for_request(self, trajectory: str | None, call: ToolCall) -> ReportedOp | None:
+        """The open call a policy or hook request (or a Python tool run) is about.
+
+        By its call id, else the call a step update opened for the same trajectory and tool
+        (which learns the call id now); ``None`` when it is a new call.
+        """
+        op = self.by_call(call.id, trajectory)
+        if op is None:
+            op = self.unbound(trajectory, call, lacking="call")
+            if op is None:
+                return None
+            if call.id:
+                self.bind_call(op, call.id)
+        op.learn_trajectory(trajectory)
+        return op
+
+    def for_step(self, step_key: StepKey, call: ToolCall) -> ReportedOp | None:
+        """The call a tool step update is about (open or closed moments ago), bound to the
+        step; ``None`` when it is a new call (bind its step with :meth:`bind_step`).
+
+        A Python tool's step carries the call id; a harness tool's does not, and is matched to
+        the request that named the same tool in the same trajectory.
+        """
+        op = self.by_step(step_key) or self.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = self.by_call(call.id, step_key[0]) or self.unbound(step_key[0], call, lacking="step")
+        if op is not None:
+            self.bind_step(op, step_key)
+        return op
+
+    def for_denial_step(self, step_key: StepKey, message: str) -> ReportedOp | None:
+        """The call a denial step (which names no tool) reports, bound to the step; ``None``
+        for a call the harness denied before Python heard of it."""
+        op = self.by_step(step_key) or self.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = self.denial_target(step_key[0], message)
+        if op is not None:
+            self.bind_step(op, step_key)
+        return op
+
+    def late(self, call_id: str | None) -> ReportedOp | None:
+        """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
+        return self.by_call(call_id) or self.recently_closed(call_id=call_id)
+
+    # --- indexing ---
+
     def add(self, op: ReportedOp) -> None:
         """Index a newly opened operation."""
         self.open[id(op)] = op

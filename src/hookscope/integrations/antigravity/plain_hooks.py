@@ -37,7 +37,7 @@ class _Sessions:
         root = _root(context)
         session = self._by_root.get(root)
         if session is None or session.closed:
-            session = self.tracker.open_session(None, None, ())
+            session = self.tracker.open_session(None)
             self._by_root[root] = session
             self.tracker.session_started(session)
         return session

@@ -33,7 +33,7 @@ from typing import Any, Final
 from google.antigravity import types as ag_types
 from google.antigravity.proto import localharness_pb2 as pb2
 
-from hookscope.context import OperationContext, SessionContext, TurnOutcome
+from hookscope.context import OperationContext
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.report import DispatchReport
 from hookscope.integrations._kit.scopes import DetachedScope
@@ -42,7 +42,7 @@ from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
 from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker, ends_by_cancellation
+from hookscope.integrations.antigravity.sessions import SdkProbe, SessionState, Tracker
 from hookscope.integrations.antigravity.subagents import subagent_state
 from hookscope.runner import HookRunner
 from hookscope.types import Question, ToolCall, Usage
@@ -98,6 +98,7 @@ class Adapter:
     def targets(self) -> list[tuple[str, str, Wrapper]]:
         """``(module, "Class.method", wrapper)`` for every function to wrap."""
         base, harness = "BaseLocalEventProcessor", "LocalHarnessEventProcessor"
+        tracker, guard = self.tracker, self.guard
         return [
             (_AGENT, "Agent.__init__", self._agent_init),
             (_AGENT, "Agent.__aenter__", self._agent_enter),
@@ -116,7 +117,10 @@ class Adapter:
             (_PROCESSOR, f"{harness}.process_event", self._process_event),
             (_PROCESSOR, f"{harness}._handle_policy_decision_request", self._policy_request),
             (_ROUTER, "HookRouter.__init__", self._bind),
-            *((_ROUTER, f"HookRouter.{name}", router_wrapper(self, e)) for name, e in HANDLERS),
+            *(
+                (_ROUTER, f"HookRouter.{name}", router_wrapper(tracker, self.session, guard, e))
+                for name, e in HANDLERS
+            ),
         ]
 
     def session(self, obj: Any) -> SessionState | None:
@@ -172,10 +176,8 @@ class Adapter:
 
     def _open_session(self, agent: Any) -> SessionState:
         config = self._configs.get(agent)
-        session = self.tracker.open_session(
-            getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
-        )
-        session.subagent_names = sdk.subagent_names(config)
+        probe = SdkProbe(sdk.model_of(config), sdk.rules_of(config), sdk.subagent_names(config))
+        session = self.tracker.open_session(getattr(config, "conversation_id", None), probe)
         self._bound[agent] = session
         return session
 
@@ -209,7 +211,7 @@ class Adapter:
                 live, attribute = runner(), RUNNER_LISTS.get(event)
                 return bool(live is not None and attribute and getattr(live, attribute, ()))
 
-            session.has_hooks = has_hooks
+            session.probe.has_hooks = has_hooks
         return result
 
     def _bind_processor(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -222,9 +224,9 @@ class Adapter:
                 live = processor()
                 return sdk.usage_of(live.cumulative_usage) if live is not None else None
 
-            session.usage = usage
+            session.probe.usage = usage
             # The rules Python evaluates, by the id the harness's requests name them with.
-            session.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
+            session.probe.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
         return result
 
     def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -242,18 +244,14 @@ class Adapter:
         try:
             return await wrapped(*args, **kwargs)
         except BaseException as error:
-            self.guard(self._turn_failed, session, error)
+            self.guard(self.tracker.end_turn, session, error)
             raise
 
     async def _cancel(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
         if session is not None and session.turn is not None:
-            session.turn.cancel_requested = True
+            session.turn.request_cancel()
         return await wrapped(*args, **kwargs)
-
-    def _turn_failed(self, session: SessionState, error: BaseException) -> None:
-        outcome: TurnOutcome = "cancelled" if ends_by_cancellation(error) else "failed"
-        self.tracker.end_turn(session, error=error, outcome=outcome)
 
     async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
@@ -267,33 +265,19 @@ class Adapter:
         if update.parent_trajectory_id or (main and update.trajectory_id != main):
             subagent_state(self.tracker, session, update)  # the SDK itself ignores these
             return
-        tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
-            context = session.scope.context
-            if isinstance(context, SessionContext) and context.conversation_id is None:
+            context = session.context
+            if context.conversation_id is None:
                 # Stable across turns, known only now: the conversation's id (DESIGN §6).
                 context.conversation_id = update.trajectory_id or None
-            tracker.current_turn(session)
-        elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            self.tracker.current_turn(session)
+            return
+        ending = sdk.TURN_ENDS.get(update.state)
+        if ending is not None:
             turn = session.turn
-            if update.HasField("error"):
-                error = ag_types.AntigravityExecutionError(update.error)
-                tracker.end_turn(session, error=error, outcome="failed")
-            elif turn is not None and turn.cancel_requested:
-                # After conversation.cancel() the harness reports plain idle; the caller gets
-                # AntigravityCancelledError, and so does the turn.
-                cancelled = ag_types.AntigravityCancelledError()
-                tracker.end_turn(session, error=cancelled, outcome="cancelled")
-            else:
-                tracker.end_turn(session)
-        elif update.state == _TRAJECTORY.STATE_CANCELLED:
-            turn = session.turn
-            if turn is not None and turn.blocked:
-                tracker.end_turn(session, outcome="blocked")
-            else:  # the SDK's own conversation.cancel(), or the harness halting the turn
-                message = update.error if update.HasField("error") else "turn cancelled"
-                cancelled = ag_types.AntigravityCancelledError(message)
-                tracker.end_turn(session, error=cancelled, outcome="cancelled")
+            cancel_requested = turn is not None and turn.cancel_requested
+            error = ending(update, cancel_requested, turn is not None and turn.blocked)
+            self.tracker.end_turn(session, error)
 
     # --- steps ---
 
@@ -307,7 +291,7 @@ class Adapter:
         status = step.status
         turn = session.turn
         if turn is not None and step.is_complete_response and not step.parent_trajectory_id:
-            turn.response_text = step.content
+            turn.answer(step.content)
         if step.type == ag_types.StepType.COMPACTION and status == _StepStatus.DONE:
             self._compacted(session, step)
         if step.source != ag_types.StepSource.MODEL:
@@ -333,14 +317,14 @@ class Adapter:
             op.allow()
         elif status == _StepStatus.DONE:
             # A harness tool ran outside Python; the SDK's post-call hooks may report later.
-            op.returned(None, hooks_pending=session.has_hooks("post_tool_call"))
+            op.returned(None, hooks_pending=session.probe.has_hooks("post_tool_call"))
             tracker.step_finished(session, op)
         elif status == _StepStatus.ERROR:
             if not op.decided and sdk.is_denial(step):
                 self._harness_denied(session, op, sdk.denial_message(step))
             else:
                 error = sdk.tool_error(step.error, call.name)
-                op.failed(error, hooks_pending=session.has_hooks("on_tool_error"))
+                op.failed(error, hooks_pending=session.probe.has_hooks("on_tool_error"))
             tracker.step_finished(session, op)
 
     def _denial_step(self, session: SessionState, step_key: StepKey, message: str) -> None:
@@ -350,7 +334,7 @@ class Adapter:
         hook) or, when there is none, a call a static rule denied inside the harness.
         """
         op, new = self.tracker.op_for_denial_step(
-            session, step_key, message, lambda: sdk.denied_call(session, message)
+            session, step_key, message, lambda: sdk.denied_call(session.probe.rules, message)
         )
         if new or not op.decided:
             self._harness_denied(session, op, message)
@@ -360,13 +344,13 @@ class Adapter:
         """A denial by a static rule, which the harness names by its name or its reason."""
         if op.decided:
             return
-        op.deny(sdk.harness_denial(session, message), HARNESS_POLICY)
+        op.deny(sdk.harness_denial(session.probe.rules, message), HARNESS_POLICY)
 
     def _compacted(self, session: SessionState, step: Any) -> None:
         key = (step.trajectory_id, step.step_index)
-        if session.has_hooks("on_compaction") or key in session.compactions:
+        if session.probe.has_hooks("on_compaction") or key in session.reported_compactions:
             return  # reported when the SDK's compaction hooks run, or already reported
-        session.compactions.add(key)
+        session.reported_compactions.add(key)
         turn = self.tracker.current_turn(session)
         DispatchReport(
             self.tracker.notify, "on_compaction", turn.context, step.content or ""
@@ -406,11 +390,11 @@ class Adapter:
         if result is None:
             return
         if result.error is None:
-            pending = session.has_hooks("post_tool_call")
+            pending = session.probe.has_hooks("post_tool_call")
             op.returned(result.result, hooks_pending=pending)
         else:
             error = result.exception or sdk.tool_error(result.error, op.call.name)
-            op.failed(error, hooks_pending=session.has_hooks("on_tool_error"))
+            op.failed(error, hooks_pending=session.probe.has_hooks("on_tool_error"))
 
     # --- policy rules evaluated in Python (``when`` predicates, ask-user) ---
 
@@ -431,7 +415,7 @@ class Adapter:
         if op is None:
             return await wrapped(*args, **kwargs)
         rule_id = str(args[0] if args else kwargs.get("rule_id", ""))
-        policy = session.dynamic_policies.get(rule_id)
+        policy = session.probe.dynamic_policies.get(rule_id)
         started = perf_counter()
         with op.scope.current():  # predicates and ask-user handlers run under the call's span
             outcome = await wrapped(*args, **kwargs)
