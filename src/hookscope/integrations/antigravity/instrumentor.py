@@ -5,22 +5,15 @@ The package docstring (:mod:`hookscope.integrations.antigravity`) says which to 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
-
-# The upstream module starts with a file-level ``# type: ignore``, so mypy sees no
-# BaseInstrumentor in it (and a subclass of Any): the two ignores below answer that alone.
-from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
-    BaseInstrumentor,
-)
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from hookscope.context import OperationContext, TurnContext
 from hookscope.hooks import Hook
+from hookscope.integrations._kit.govern import Governor
+from hookscope.integrations._kit.instrumenting import CONFIG_ENV, KitInstrumentor, Target
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import HookRunner
 from hookscope.types import HookResult, ToolCall
@@ -47,13 +40,11 @@ logger = logging.getLogger("hookscope.integrations.antigravity")
 INSTRUMENTS: Final = ("google-antigravity >= 0.1.22, < 0.2",)
 #: Environment variable: nest agent sessions started inside a span (see ``nest_sessions``).
 NEST_SESSIONS_ENV: Final = "HOOKSCOPE_NEST_SESSIONS"
-#: Environment variable: the hook file the zero-code instrumentor governs agents with.
-CONFIG_ENV: Final = "HOOKSCOPE_CONFIG"
 #: The ``gen_ai.agent.name`` reported when none is given (the SDK's Agent has no name).
 DEFAULT_AGENT_NAME: Final = "antigravity"
 
 
-class AntigravityInstrumentor(BaseInstrumentor):
+class AntigravityInstrumentor(KitInstrumentor):
     """Instrument google-antigravity so every ``Agent`` session is traced by hookscope.
 
     ``instrument()`` accepts:
@@ -81,81 +72,52 @@ class AntigravityInstrumentor(BaseInstrumentor):
     removes every wrapper and ends the spans of sessions still open.
     """
 
-    _tracker: Tracker | None = None
-    _wrapped: tuple[tuple[str, str], ...] = ()
-    _undo: tuple[Callable[[], None], ...] = ()
+    sdk = "google-antigravity"
+    instruments = INSTRUMENTS
+    default_agent_name = DEFAULT_AGENT_NAME
+    missing_target_note = ", but telemetry that depends on it will be missing"
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        """The instrumented package and versions, checked before ``instrument()`` wraps."""
-        return INSTRUMENTS
+    _tracker: Tracker | None = None
+    _governs = False
+    _options: dict[str, Any] = {}  # noqa: RUF012 (replaced per instrument(), never mutated)
+    _unobserve: tuple[Callable[[], None], ...] = ()
 
     def _instrument(self, **kwargs: Any) -> None:
-        from hookscope.telemetry.otel_hook import OTelHook
-
-        try:
-            from hookscope.integrations.antigravity.wrappers import Adapter
-        except ImportError:  # an SDK whose modules moved: instrument nothing, break nothing
-            logger.warning(
-                "hookscope cannot instrument this google-antigravity (expected %s); "
-                "its agents run untraced",
-                ", ".join(INSTRUMENTS),
-                exc_info=True,
-            )
-            return
-
-        tracer_provider: TracerProvider | None = kwargs.get("tracer_provider")
-        meter_provider: MeterProvider | None = kwargs.get("meter_provider")
-        agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
         nest = kwargs.get("nest_sessions")
         if nest is None:
             nest = nest_sessions_from_env()
         elif not isinstance(nest, bool):
             raise TypeError(f"nest_sessions must be True or False, got {nest!r}")
-        extra: Sequence[object] = tuple(kwargs.get("observers") or ())
         runner = kwargs.get("runner")
         if runner is None:
-            runner = runner_from_env()
-        elif not isinstance(runner, HookRunner):
-            raise TypeError(f"runner must be a hookscope.HookRunner, got {runner!r}")
-        otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        if runner is None:
-            tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
-        else:
-            # The runner's own observers see the sessions; an OTelHook from the providers
-            # joins them when the runner has none (until uninstrument()).
-            has_otel = any(isinstance(o, OTelHook) for o in runner.notifier.observers)
-            self._undo = tuple(runner.observe(o) for o in (*(() if has_otel else (otel,)), *extra))
-            tracker = Tracker(runner, agent_name, nest_sessions=nest)
-        wrapped: list[tuple[str, str]] = []
-        for module, name, wrapper in Adapter(tracker, governing=runner).targets():
-            # One method the installed SDK lacks or changed must not cost the others (nor,
-            # under opentelemetry-instrument, every instrumentor loaded after this one).
-            try:
-                wrap_function_wrapper(module, name, wrapper)
-            except Exception:
-                logger.warning(
-                    "hookscope could not instrument %s.%s (a google-antigravity version this "
-                    "instrumentation does not know?); the rest is instrumented, but telemetry "
-                    "that depends on it will be missing",
-                    module,
-                    name,
-                    exc_info=True,
-                )
-                continue
-            wrapped.append((module, name))
+            runner = runner_from_env()  # a broken file governs too: it denies everything
+        self._governs = runner is not None
+        self._options = {**kwargs, "nest_sessions": nest}
+        super()._instrument(**{**kwargs, "runner": runner})
+
+    def targets(self, governor: Governor) -> list[Target]:
+        """The SDK functions to wrap; sessions report to ``governor.runner``'s observers."""
+        from hookscope.integrations.antigravity.wrappers import Adapter
+
+        options, runner = self._options, governor.runner
+        extra: Sequence[object] = tuple(options.get("observers") or ())
+        self._unobserve = tuple(runner.observe(observer) for observer in extra)
+        agent_name: str = options.get("agent_name") or DEFAULT_AGENT_NAME
+        tracker = Tracker(runner, agent_name, nest_sessions=options["nest_sessions"])
         self._tracker = tracker
-        self._wrapped = tuple(wrapped)
+        # Without a runner of the user's, the instrumentor only observes: it adds no SDK hook
+        # (a pre-tool hook would change what the harness calls back).
+        return Adapter(tracker, governing=runner if self._governs else None).targets()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        _unwrap_all(self._wrapped)
-        self._wrapped = ()
         tracker, self._tracker = self._tracker, None
-        if tracker is not None:
+        if tracker is not None:  # sessions still open end now, while observers still listen
             tracker.active = False
             tracker.close_all()
-        undo, self._undo = self._undo, ()
-        for stop_observing in undo:
-            stop_observing()
+        super()._uninstrument(**kwargs)
+        unobserve, self._unobserve = self._unobserve, ()
+        for stop in unobserve:
+            stop()
 
 
 def nest_sessions_from_env() -> bool:
@@ -219,13 +181,6 @@ def _observing(observers: Sequence[object]) -> HookRunner:
     for observer in observers:
         runner.observe(observer)
     return runner
-
-
-def _unwrap_all(wrapped: Sequence[tuple[str, str]]) -> None:
-    for module_name, qualified in reversed(wrapped):
-        owner_name, _, attribute = qualified.rpartition(".")
-        owner = getattr(importlib.import_module(module_name), owner_name)
-        unwrap(owner, attribute)
 
 
 def hooks(
