@@ -44,7 +44,11 @@ from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.fold import dispatch_into
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
 from hookscope.integrations.antigravity.hook_router import TRACKED
-from hookscope.integrations.antigravity.sdk_values import tool_name
+from hookscope.integrations.antigravity.sdk_values import (
+    call_from_sdk,
+    call_of_error,
+    call_of_result,
+)
 from hookscope.integrations.antigravity.sessions import SdkProbe, SessionState, Tracker
 from hookscope.runner import HookRunner
 from hookscope.types import Answer, HookResult, Recovery, ToolCall
@@ -207,8 +211,7 @@ class _OnToolError(GoverningHook, ag_hooks.OnToolErrorHook):
         return None if recovery is None else recovery_text(recovery)
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        call = ToolCall(tool_name(getattr(data, "tool_name", "") or ""), {}, _call_id(data))
-        op = tracker.op_for_request(session, None, call)
+        op = tracker.op_for_request(session, None, call_of_error(data))
         op.failed(data, hooks_pending=True)
         text = None
         report = op.result_report
@@ -224,7 +227,7 @@ class _PostToolCall(GoverningHook, ag_hooks.PostToolCallHook):
     event: HookEvent = "post_tool_call"
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
-        call = ToolCall(tool_name(data.name), {}, data.id or "", data.server_name or None)
+        call = call_of_result(data)
         op = tracker.op_for_request(session, None, call)
         if data.error:
             op.failed(ag_types.ToolExecutionError(data.error, call.name), False)
@@ -379,12 +382,7 @@ def _call(data: Any, context: Any) -> ToolCall:
     """The call as the SDK's hooks see it (paths normalised, earlier hooks' changes merged),
     with the id the adapter knows it by."""
     call_id = context.call_id if isinstance(context, OperationContext) else None
-    return ToolCall(
-        tool_name(data.name),
-        dict(data.args or {}),
-        call_id or data.id or "",
-        data.server_name or None,
-    )
+    return call_from_sdk(data, call_id or data.id)
 
 
 def _tool_verdict(result: HookResult, call: ToolCall, effective: ToolCall) -> Any:
@@ -414,7 +412,3 @@ def _question_result(answers: Sequence[Answer], count: int) -> Any:
         for index in range(count)
     ]
     return ag_types.QuestionHookResult(responses=responses)
-
-
-def _call_id(error: Any) -> str:
-    return str(getattr(error, "call_id", None) or "")

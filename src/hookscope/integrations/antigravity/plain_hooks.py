@@ -14,8 +14,8 @@ from typing import Any
 from google.antigravity import types as ag_types
 from google.antigravity.hooks import hooks as ag_hooks
 
+from hookscope.integrations.antigravity.sdk_values import call_of_error, call_of_result
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
-from hookscope.types import ToolCall
 
 __all__ = ["plain_hooks"]
 
@@ -86,7 +86,7 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
 
         async def run(self, context: Any, data: Any) -> None:
             session = sessions.of(context)
-            op = tracker.op_for_request(session, None, _call(data))
+            op = tracker.op_for_request(session, None, call_of_result(data))
             if data.error:
                 error = ag_types.ToolExecutionError(data.error, op.call.name)
                 op.failed(error, hooks_pending=False)
@@ -99,16 +99,9 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
 
         async def run(self, context: Any, data: Exception) -> None:
             session = sessions.of(context)
-            call_id = getattr(data, "call_id", None)
-            name = str(getattr(data, "tool_name", "") or "")
-            op = tracker.op_for_request(session, None, ToolCall(name, {}, call_id or ""))
+            op = tracker.op_for_request(session, None, call_of_error(data))
             op.failed(data, hooks_pending=False)
             tracker.close_op(session, op)
             return None
 
     return [SessionStart(), SessionEnd(), PreTurn(), PostTurn(), PostToolCall(), OnToolError()]
-
-
-def _call(result: Any) -> ToolCall:
-    name = str(getattr(result.name, "value", result.name))
-    return ToolCall(name, {}, result.id or "", result.server_name)

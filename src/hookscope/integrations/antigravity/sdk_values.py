@@ -27,6 +27,8 @@ __all__ = [
     "answers_of",
     "call_from_request",
     "call_from_sdk",
+    "call_of_error",
+    "call_of_result",
     "compaction_summary",
     "denial_message",
     "denied_call",
@@ -89,6 +91,18 @@ def call_from_sdk(tool_call: Any, call_id: str | None) -> ToolCall:
     return ToolCall(
         tool_name(tool_call.name), dict(tool_call.args or {}), call_id or "", tool_call.server_name
     )
+
+
+def call_of_result(result: Any) -> ToolCall:
+    """The call an SDK ``ToolResult`` (given to post-call hooks) reports, without arguments."""
+    name = str(getattr(result.name, "value", result.name))
+    return ToolCall(name, {}, result.id or "", result.server_name or None)
+
+
+def call_of_error(error: BaseException) -> ToolCall:
+    """The call an SDK ``ToolExecutionError`` (given to error hooks) names, if it names one."""
+    name = str(getattr(error, "tool_name", "") or "")
+    return ToolCall(name, {}, str(getattr(error, "call_id", None) or ""))
 
 
 def call_from_request(args: Any, with_args: bool = True) -> ToolCall:

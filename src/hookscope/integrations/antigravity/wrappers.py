@@ -45,7 +45,7 @@ from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
 from hookscope.integrations.antigravity.sessions import SdkProbe, SessionState, Tracker
 from hookscope.integrations.antigravity.subagents import subagent_state
 from hookscope.runner import HookRunner
-from hookscope.types import Question, ToolCall, Usage
+from hookscope.types import Question, Usage
 
 __all__ = ["Adapter", "Wrapper"]
 
@@ -424,12 +424,7 @@ class Adapter:
 
     def _policy_op(self, session: SessionState, request: Any) -> ReportedOp:
         args = request.tool_args
-        call = ToolCall(
-            sdk.tool_name(args.tool_name),
-            sdk.json_args(args.arguments_json),
-            args.call_id,
-            args.server_name or None,
-        )
+        call = sdk.call_from_request(args)
         return self.tracker.op_for_request(session, args.trajectory_id or None, call)
 
     def _policy_decided(self, op: ReportedOp, policy: Any, outcome: Any, duration: float) -> None:
