@@ -42,6 +42,7 @@ from hookscope._notify import Notifier
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.fold import dispatch_into
+from hookscope.integrations._kit.guard import Guard
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
 from hookscope.integrations.antigravity.hook_router import TRACKED
 from hookscope.integrations.antigravity.sdk_values import (
@@ -122,9 +123,12 @@ class GoverningHook:
         """The event, seen by nothing that reports it: nothing to add (inspect events)."""
 
 
+#: Fail closed: an error in this module on a decide path denies, naming only its type.
+_GUARD: Final = Guard("google-antigravity", logger)
+
+
 def _failure(event: HookEvent, error: Exception) -> str:
-    logger.exception("hookscope could not govern %s; denied (fail closed)", event)
-    return f"hookscope denied this {event.replace('_', ' ')}: {type(error).__name__} in the adapter"
+    return _GUARD.failed(f"the governing {event} hook", error)
 
 
 class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
