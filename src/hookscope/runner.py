@@ -316,6 +316,7 @@ class HookRunner:
         data: Any,
         *,
         confirm: Confirm | None = None,
+        notifier: Notifier | None = None,
     ) -> Coroutine[Any, Any, Dispatch[Any]]:
         """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2); await it.
 
@@ -328,8 +329,12 @@ class HookRunner:
                 ``on_interaction`` hooks: an adapter hands the question to the SDK's own
                 approval this way (``ask="native"``); build its answer with
                 :func:`settle_ask`.
+            notifier: Reports this dispatch to other observers than the runner's: an
+                adapter whose SDK runs hooks of its own for the same event folds the
+                runner's hooks into the one dispatch it reports itself. The confirm
+                question of an ask still goes to the runner's observers.
         """
-        return self._run(RULES[event], event, context, data, confirm)
+        return self._run(RULES[event], event, context, data, confirm, notifier)
 
     async def _run(
         self,
@@ -338,9 +343,11 @@ class HookRunner:
         context: HookContext,
         data: Any,
         confirm: Confirm | None = None,
+        notifier: Notifier | None = None,
     ) -> Dispatch[R]:
         registrations = self._table.by_event[event]
-        notifier = self.notifier
+        if notifier is None:
+            notifier = self.notifier
         observed = notifier.active
         if not observed and not registrations:
             return Dispatch(rule.default, data, None)
