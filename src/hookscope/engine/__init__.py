@@ -7,6 +7,7 @@ Code settings file into a :class:`HookTable` a :class:`~hookscope.runner.HookRun
 
 from hookscope.engine.command import CommandHook
 from hookscope.engine.config import ConfigError, HookEntry, HookTable, load
+from hookscope.engine.policy_config import load_policy
 from hookscope.engine.prompt import PromptHook
 from hookscope.engine.watch import Watch, watch
 from hookscope.matching import HookMatcher
@@ -20,5 +21,6 @@ __all__ = [
     "PromptHook",
     "Watch",
     "load",
+    "load_policy",
     "watch",
 ]

@@ -28,6 +28,7 @@ from hookscope.engine._reference import PythonReference, build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
+from hookscope.engine.sections import SECTIONS, load_sections
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
@@ -226,6 +227,8 @@ def load(
     data, prefix = (source, "") if path is None else _read(path, content)
     problems = _Problems()
     entries: list[HookEntry] = []
+    if isinstance(data, Mapping) and "hooks" not in data and any(k in data for k in SECTIONS):
+        data = {**data, "hooks": {}}  # a policy-only file
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
         raise ConfigError(
             label, [f'no "{prefix}hooks" table; add one, e.g. [[{prefix}hooks.pre_tool_call]]']
@@ -235,11 +238,15 @@ def load(
     if any(name in CLAUDE_EVENTS for name in hooks):
         _load_claude(hooks, context, entries)
     else:
-        extra = sorted(set(data) - {"hooks"})
+        extra = sorted(set(data) - {"hooks", *SECTIONS})
         if extra:
-            problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
+            problems.add(
+                prefix or "top level", f"unknown key(s) {extra}; only 'hooks' and 'policy' are read"
+            )
         if tool_aliases:
             problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
+        for event, hook, entry in load_sections(data, prefix, context.project_dir, problems.add):
+            entries.append(HookEntry(event, hook, entry))
         _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
         close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes

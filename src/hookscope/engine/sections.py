@@ -1,0 +1,32 @@
+"""The tables of a hookscope configuration file besides ``hooks``: each becomes hooks too.
+
+``[policy]`` compiles into one ``PolicyEnforcer`` (:mod:`hookscope.engine.policy_config`),
+listed first, as a ``pre_tool_call`` hook, so ``watch()`` reloads it with the file's hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from hookscope.engine.policy_config import compile_policy
+from hookscope.hooks import HookEvent
+
+__all__ = ["SECTIONS", "load_sections"]
+
+#: The top-level tables read here.
+SECTIONS: Final = ("policy",)
+
+
+def load_sections(
+    data: Mapping[str, Any], prefix: str, project_dir: Path, report: Callable[[str, str], None]
+) -> list[tuple[HookEvent, object, str]]:
+    """(event, hook, entry name) for every section ``data`` has; problems go to ``report``."""
+    built: list[tuple[HookEvent, object, str]] = []
+    if "policy" in data:
+        where = f"{prefix}policy"
+        enforcer = compile_policy(data["policy"], where, project_dir, report)
+        if enforcer is not None:
+            built.append(("pre_tool_call", enforcer, where))
+    return built
