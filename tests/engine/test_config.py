@@ -179,6 +179,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
     aliases = {"Bash": "run_command", "Edit": "edit_file", "Write": "write_to_file"}
     table = load(path, tool_aliases=aliases)
     assert [(e.event, e.entry) for e in table.entries] == [
+        ("pre_tool_call", "permissions"),  # the permissions block, as one PolicyEnforcer
         ("pre_tool_call", "hooks.PreToolUse[0].hooks[0]"),
         ("pre_tool_call", "hooks.PreToolUse[1].hooks[0]"),
         ("pre_turn", "hooks.UserPromptSubmit[0].hooks[0]"),
@@ -186,7 +187,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
         ("on_session_start", "hooks.SessionStart[0].hooks[0]"),
         ("post_turn", "hooks.Stop[0].hooks[0]"),
     ]
-    check, edit = table[0], table[1]
+    check, edit = table[1], table[2]
     assert isinstance(check, CommandHook)
     assert isinstance(edit, CommandHook)
     assert check.matcher == HookMatcher(tools="run_command")
@@ -199,7 +200,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
         "edit_file": "Edit",
         "write_to_file": "Write",
     }
-    assert table[2].matcher is None  # type: ignore[attr-defined]
+    assert table[3].matcher is None  # type: ignore[attr-defined]
 
 
 def test_a_mapping_in_the_toml_shape(tmp_path: Path) -> None:

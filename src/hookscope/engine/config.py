@@ -28,7 +28,7 @@ from hookscope.engine._reference import PythonReference, build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
-from hookscope.engine.sections import SECTIONS, load_sections
+from hookscope.engine.sections import SECTIONS, load_claude_sections, load_sections
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
@@ -227,15 +227,21 @@ def load(
     data, prefix = (source, "") if path is None else _read(path, content)
     problems = _Problems()
     entries: list[HookEntry] = []
-    if isinstance(data, Mapping) and "hooks" not in data and any(k in data for k in SECTIONS):
-        data = {**data, "hooks": {}}  # a policy-only file
+    claude = path is not None and path.suffix == ".json"
+    sections = (*SECTIONS, "permissions") if claude else SECTIONS
+    if isinstance(data, Mapping) and "hooks" not in data and any(k in data for k in sections):
+        data = {**data, "hooks": {}}  # policy or permissions only
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
         raise ConfigError(
             label, [f'no "{prefix}hooks" table; add one, e.g. [[{prefix}hooks.pre_tool_call]]']
         )
     hooks: Mapping[str, Any] = data["hooks"]
     context = _Context(_project_dir(path), dict(tool_aliases or {}), problems, call_references)
-    if any(name in CLAUDE_EVENTS for name in hooks):
+    if any(name in CLAUDE_EVENTS for name in hooks) or (claude and "permissions" in data):
+        for event, hook, entry in load_claude_sections(
+            data, context.project_dir, tool_aliases, problems.add
+        ):
+            entries.append(HookEntry(event, hook, entry))
         _load_claude(hooks, context, entries)
     else:
         extra = sorted(set(data) - {"hooks", *SECTIONS})

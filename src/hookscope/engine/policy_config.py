@@ -46,7 +46,7 @@ from hookscope.policy import (
 )
 from hookscope.types import Decision
 
-__all__ = ["EFFECTS", "POLICY_KEYS", "RULE_KEYS", "compile_policy", "load_policy"]
+__all__ = ["EFFECTS", "POLICY_KEYS", "RULE_KEYS", "compile_policy", "load_policy", "path_check"]
 
 #: What a rule's ``effect`` may say, and the decision each is.
 EFFECTS: Final[Mapping[str, Decision]] = {
@@ -305,9 +305,23 @@ def _condition(
     except ValueError as error:
         bad(f"{label}: {error}")
         return None
+    return path_check((key,), fullmatch, strict)
+
+
+def path_check(keys: Sequence[str], fullmatch: Callable[[str], Any], strict: bool) -> Check:
+    """Whether the first of ``keys`` the call has names a path ``fullmatch`` accepts.
+
+    Matched where the path really leads (the resolver of ``workspace_only``); for a ``strict``
+    (deny or ask) rule also as written and folded, and a path that cannot be resolved matches.
+    """
+    missing = _MISSING
 
     def glob_check(args: Mapping[str, Any]) -> bool:
-        found = args.get(key, missing)
+        found: Any = missing
+        for key in keys:
+            found = args.get(key, missing)
+            if found is not missing:
+                break
         if found is missing:
             return False
         try:
@@ -318,8 +332,9 @@ def _condition(
             return True
         # A deny rule also meets the path as written and folded ("/etc/../etc/passwd"); an
         # allow rule only where the path really leads, so a symlink cannot borrow it.
+        spelled = os.fspath(found)
         return strict and (
-            fullmatch(found) is not None or fullmatch(os.path.normpath(found)) is not None
+            fullmatch(spelled) is not None or fullmatch(os.path.normpath(spelled)) is not None
         )
 
     return glob_check

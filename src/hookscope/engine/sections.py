@@ -2,6 +2,8 @@
 
 ``[policy]`` compiles into one ``PolicyEnforcer`` (:mod:`hookscope.engine.policy_config`),
 listed first, as a ``pre_tool_call`` hook, so ``watch()`` reloads it with the file's hooks.
+A Claude Code settings file's ``permissions`` do the same
+(:mod:`hookscope.engine.claude_permissions`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from hookscope.engine.claude_permissions import compile_permissions
 from hookscope.engine.policy_config import compile_policy
 from hookscope.hooks import HookEvent
 
-__all__ = ["SECTIONS", "load_sections"]
+__all__ = ["SECTIONS", "load_claude_sections", "load_sections"]
 
 #: The top-level tables read here.
 SECTIONS: Final = ("policy",)
@@ -30,3 +33,18 @@ def load_sections(
         if enforcer is not None:
             built.append(("pre_tool_call", enforcer, where))
     return built
+
+
+def load_claude_sections(
+    data: Mapping[str, Any],
+    project_dir: Path,
+    tool_aliases: Mapping[str, Any] | None,
+    report: Callable[[str, str], None],
+) -> list[tuple[HookEvent, object, str]]:
+    """The hooks a Claude Code settings file's ``permissions`` compile into."""
+    if "permissions" not in data:
+        return []
+    enforcer = compile_permissions(
+        data["permissions"], "permissions", project_dir, tool_aliases, report
+    )
+    return [] if enforcer is None else [("pre_tool_call", enforcer, "permissions")]
