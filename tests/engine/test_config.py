@@ -404,7 +404,7 @@ def test_every_problem_is_reported_at_once_and_nothing_is_built(tmp_path: Path) 
         """,
     )
     assert problems(path) == (
-        "top level: unknown key(s) ['extra']; only 'hooks' and 'policy' are read",
+        "top level: unknown key(s) ['extra']; only 'hooks', 'policy' and 'prices' are read",
         "hooks.pre_tool_call[1]: timeout must be a positive number of seconds, got -1",
         "hooks.on_compaction: must be a list of tables ([[hooks.on_compaction]]), got 'not a list'",
     )

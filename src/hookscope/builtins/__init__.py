@@ -7,6 +7,7 @@ one instance serves any number of concurrent sessions) and reports under its cla
 
 from hookscope.builtins.answers import AutoAnswer
 from hookscope.builtins.audit import AuditLog, AuditLogError
+from hookscope.builtins.cost import CostBudget
 from hookscope.builtins.limits import TokenBudget, TurnLimit, TurnRateLimit
 from hookscope.builtins.logs import LoggingHook
 from hookscope.builtins.secret_guard import SecretGuard
@@ -23,6 +24,7 @@ __all__ = [
     "AuditLog",
     "AuditLogError",
     "AutoAnswer",
+    "CostBudget",
     "LoggingHook",
     "RecoverErrors",
     "RetryLoopDetector",

@@ -28,7 +28,12 @@ from hookscope.engine._reference import PythonReference, build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
-from hookscope.engine.sections import SECTIONS, load_claude_sections, load_sections
+from hookscope.engine.sections import (
+    SECTIONS,
+    apply_sections,
+    load_claude_sections,
+    load_sections,
+)
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
@@ -247,7 +252,8 @@ def load(
         extra = sorted(set(data) - {"hooks", *SECTIONS})
         if extra:
             problems.add(
-                prefix or "top level", f"unknown key(s) {extra}; only 'hooks' and 'policy' are read"
+                prefix or "top level",
+                f"unknown key(s) {extra}; only 'hooks', 'policy' and 'prices' are read",
             )
         if tool_aliases:
             problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
@@ -257,6 +263,8 @@ def load(
     if problems.found:
         close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes
         raise ConfigError(label, problems.found)
+    if call_references:  # applied, not only checked
+        apply_sections(data)
     return HookTable(entries, None if path is None else label, built=context.built)
 
 

@@ -28,6 +28,7 @@ from hookscope.telemetry._scopes import (
     usage_attributes,
 )
 from hookscope.telemetry.content import Messages
+from hookscope.telemetry.cost import CostRecorder
 from hookscope.telemetry.instruments import Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
@@ -46,6 +47,8 @@ def records_below(parent: SpanRecord | None) -> bool:
 
 class EventHandlers:
     """Per-event recording for :class:`~hookscope.telemetry.otel_hook.OTelHook`."""
+
+    costs: CostRecorder
 
     _tracer: Tracer
     _messages: Messages
@@ -131,6 +134,10 @@ class EventHandlers:
             attributes[sc.GEN_AI_PROVIDER_NAME] = provider
         if response.usage is not None:  # the turn's totals: on its span, not in the metric
             attributes.update(usage_attributes(response.usage))
+            if not record.model_calls:  # no model call reported: price the turn's usage
+                self.costs.charge(
+                    record, None, provider or record.provider, response.model, response.usage
+                )
         if attributes:
             span.set_attributes(attributes)
         if response.text and (self._messages.on_spans or self._messages.on_events):
@@ -387,6 +394,10 @@ class EventHandlers:
             if response.usage is not None:  # per model call, while the chat span is current
                 self._record_tokens(
                     chat.metric_agent, provider, chat.model, response.usage, chat.context
+                )
+                record.model_calls += 1
+                self.costs.charge(
+                    record, chat, provider, response.model or chat.model, response.usage
                 )
             if chat.recording:
                 self._describe_response(chat, response, provider, attributes)

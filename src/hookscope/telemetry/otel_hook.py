@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from time import time_ns
 from typing import Any, Final, Literal, final
 
@@ -59,6 +59,7 @@ from hookscope.telemetry._scopes import (
     reap_stale,
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
+from hookscope.telemetry.cost import CostRecorder, Pricer, total_attributes
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 
 __all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
@@ -90,6 +91,9 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         redact_patterns: Regular expressions (strings or compiled) whose matches in captured
             content are redacted, besides the built-in rules and those added process-wide
             with :func:`hookscope.telemetry.add_redaction_pattern`.
+        prices: Model name → USD per million tokens (``{"input": 3.0, "output": 15.0}``,
+            optional ``cache_read``/``cache_write``) for ``gen_ai.usage.cost``, over
+            genai-prices' data; ``None`` uses the process-wide table (``configure(prices=...)``).
 
     Raises:
         ValueError: an unknown trace layout or content capture mode.
@@ -106,6 +110,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT,
         logger_provider: LoggerProvider | None = None,
         redact_patterns: Iterable[str | re.Pattern[str]] = (),
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         layout = trace_layout or os.environ.get(LAYOUT_ENV, "").strip() or "session"
         if layout not in _LAYOUTS:
@@ -122,6 +127,11 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         )
         self.instruments = instruments_for(
             meter_provider or metrics.get_meter_provider(), cardinality_limit
+        )
+        self.costs = CostRecorder(
+            meter_provider or metrics.get_meter_provider(),
+            self.instruments,
+            None if prices is None else Pricer(prices),
         )
         patterns = tuple(redact_patterns)
         self._messages = Messages(
@@ -243,6 +253,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     sc.SESSION_DENIED_CALLS: record.denied_calls,
                     sc.SESSION_TOOL_ERRORS: record.tool_errors,
                     sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
+                    **total_attributes(record.cost, record.priced),
                 }
             )
 
@@ -319,6 +330,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
             if error is None and outcome == "blocked":
                 span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
+            if record.priced:
+                span.set_attributes(total_attributes(record.cost, record.priced))
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
         guarded = instruments.error_type(kind) if kind is not None else None
