@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -231,3 +232,15 @@ def _any_context() -> Any:
     from hookscope.context import SessionContext
 
     return SessionContext("s", "a")
+
+
+def test_the_readme_price_table_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("## Cost\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    (toml,) = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+    (tmp_path / "hookscope.toml").write_text(toml)
+    load(tmp_path / "hookscope.toml")
+    usage = Usage(2_000_000, 1_000_000, cache_read_tokens=1_000_000)
+    # 1M fresh * 3 + 1M cached * 0.3 + 1M output * 15
+    assert current_pricer().price(None, "my-finetune", usage) == pytest.approx(18.3)

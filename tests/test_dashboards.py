@@ -245,6 +245,9 @@ def test_overview_has_the_panels_users_look_for() -> None:
         "Tokens per response p95",
         "Guardrail verdicts",
         "Questions and compactions",
+        "Spend",
+        "Spend per agent and model",
+        "Unpriced model calls",
     ]
 
 
@@ -344,6 +347,7 @@ def test_the_rules_alert_on_what_the_issue_asks_for() -> None:
         ("HookscopeDecideHookFailing", "critical", "1m"),
         ("HookscopeHookFailing", "warning", "5m"),
         ("HookscopeSlowHook", "warning", "10m"),
+        ("HookscopeSpendRateHigh", "warning", "10m"),
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -98,6 +99,9 @@ def test_view_renders_what_demo_wrote(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["demo", "--sessions", "2", "--seed", "7", "--directory", directory]) == 0
     demo_output = capsys.readouterr().out
     assert "session demo-7-0000" in demo_output
+    # The demo prices its scripted model ([prices] in its hookscope.toml): spend is shown.
+    (cost_line,) = [line for line in demo_output.splitlines() if "cost (model calls)" in line]
+    assert re.search(r"\$0\.\d{4}", cost_line), cost_line
     assert main(["view", directory]) == 0
     view_output = capsys.readouterr().out
     for expected in ("session demo-7-0000", "session demo-7-0001", "sessions", "tool calls"):

@@ -28,7 +28,7 @@ from hookscope.telemetry._scopes import (
     usage_attributes,
 )
 from hookscope.telemetry.content import Messages
-from hookscope.telemetry.cost import CostRecorder
+from hookscope.telemetry.cost import CostRecorder, cost_attributes
 from hookscope.telemetry.instruments import Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
@@ -136,7 +136,7 @@ class EventHandlers:
             attributes.update(usage_attributes(response.usage))
             if not record.model_calls:  # no model call reported: price the turn's usage
                 self.costs.charge(
-                    record, None, provider or record.provider, response.model, response.usage
+                    record, provider or record.provider, response.model, response.usage
                 )
         if attributes:
             span.set_attributes(attributes)
@@ -396,11 +396,13 @@ class EventHandlers:
                     chat.metric_agent, provider, chat.model, response.usage, chat.context
                 )
                 record.model_calls += 1
-                self.costs.charge(
-                    record, chat, provider, response.model or chat.model, response.usage
+                cost = self.costs.charge(
+                    record, provider, response.model or chat.model, response.usage
                 )
+            else:
+                cost = None
             if chat.recording:
-                self._describe_response(chat, response, provider, attributes)
+                self._describe_response(chat, response, provider, attributes, cost)
         finally:
             self.end_chat(record, None, end_ns)
 
@@ -410,6 +412,7 @@ class EventHandlers:
         response: LlmResponse,
         provider: str | None,
         event: dict[str, Any] | None,
+        cost: float | None = None,
     ) -> None:
         span = chat.span
         finish_reasons = tuple(response.finish_reasons)
@@ -423,6 +426,8 @@ class EventHandlers:
             attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons
         if response.usage is not None:
             attributes.update(usage_attributes(response.usage, openinference=True))
+        if cost is not None:
+            attributes.update(cost_attributes(cost))
         span.set_attributes(attributes)
         span.add_event(sc.EVENT_NAMES["on_llm_response"], event or {})
         messages = self._messages

@@ -8,8 +8,12 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Iterable
 from typing import Any, final
 
+from opentelemetry.metrics import Observation
+
+from hookscope._version import __version__
 from hookscope.pricing import (
     CURRENCY,
     PRICE_KEYS,
@@ -21,6 +25,7 @@ from hookscope.pricing import (
     parse_prices,
     set_prices,
 )
+from hookscope.telemetry import semconv as sc
 from hookscope.types import Usage
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "PriceError",
     "Pricer",
     "Rates",
+    "cost_attributes",
     "current_pricer",
     "install_prices",
     "parse_prices",
@@ -42,38 +48,68 @@ _current_lock = threading.Lock()
 
 # --- recording ------------------------------------------------------------------------------
 
-_recorders: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
+@final
+class _Totals:
+    """Both cost counters of one meter provider, summed in process and reported on collection
+    (an SDK counter's ``add`` costs several microseconds; a dict update a fraction of one)."""
+
+    __slots__ = ("_lock", "cost", "unpriced")
+
+    def __init__(self, meter: Any) -> None:
+        self._lock = threading.Lock()
+        self.cost: dict[tuple[str | None, ...], float] = {}
+        self.unpriced: dict[tuple[str | None, ...], int] = {}
+        meter.create_observable_counter(
+            sc.METRIC_COST,
+            callbacks=[lambda options: self._observe(self.cost)],
+            unit="{USD}",
+            description="Spend on model calls, in USD",
+        )
+        meter.create_observable_counter(
+            sc.METRIC_COST_UNPRICED,
+            callbacks=[lambda options: self._observe(self.unpriced)],
+            unit="{call}",
+            description="Model calls whose model has no known price (counted, not priced)",
+        )
+
+    def add(
+        self, table: dict[tuple[str | None, ...], Any], key: tuple[str | None, ...], amount: float
+    ) -> None:
+        with self._lock:
+            table[key] = table.get(key, 0) + amount
+
+    def _observe(self, table: dict[tuple[str | None, ...], Any]) -> Iterable[Observation]:
+        with self._lock:
+            items = list(table.items())
+        return [Observation(value, _attributes(key)) for key, value in items]
 
 
-def _counters(meter_provider: Any) -> tuple[Any, Any]:
-    """The two cost counters of ``meter_provider``, created once."""
+def _attributes(key: tuple[str | None, ...]) -> dict[str, str]:
+    names = (sc.GEN_AI_AGENT_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_PROVIDER_NAME)
+    return {name: value for name, value in zip(names, key, strict=True) if value is not None}
+
+
+_totals: weakref.WeakKeyDictionary[Any, _Totals] = weakref.WeakKeyDictionary()
+
+
+def _totals_of(meter_provider: Any) -> _Totals:
+    """The cost counters of ``meter_provider``, created once."""
     with _current_lock:
-        found = _recorders.get(meter_provider)
+        found = _totals.get(meter_provider)
         if found is None:
-            from hookscope._version import __version__
-            from hookscope.telemetry import semconv as sc
-
             meter = meter_provider.get_meter(
                 sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
             )
-            found = (
-                meter.create_counter(
-                    sc.METRIC_COST, unit="{USD}", description="Spend on model calls, in USD"
-                ),
-                meter.create_counter(
-                    sc.METRIC_COST_UNPRICED,
-                    unit="{call}",
-                    description="Model calls whose model has no known price (counted, not priced)",
-                ),
-            )
-            _recorders[meter_provider] = found
+            found = _totals[meter_provider] = _Totals(meter)
         return found
 
 
 @final
 class CostRecorder:
-    """Prices each reported model call for an ``OTelHook``: the chat span's cost, the turn's
-    and session's totals, and the ``hookscope.cost`` / ``hookscope.cost.unpriced`` counters.
+    """Prices each reported model call for an ``OTelHook``: the turn's and session's totals
+    and the ``hookscope.cost`` / ``hookscope.cost.unpriced`` counters; the caller puts the
+    returned cost on the chat span (with its other attributes, in one call).
 
     Args:
         meter_provider: Where the counters go.
@@ -81,37 +117,31 @@ class CostRecorder:
         pricer: The prices; ``None`` uses the process-wide ones (:func:`set_prices`).
     """
 
-    __slots__ = ("_cost", "_failed", "_instruments", "_pricer", "_unpriced")
+    __slots__ = ("_failed", "_instruments", "_pricer", "_totals")
 
     def __init__(self, meter_provider: Any, instruments: Any, pricer: Pricer | None) -> None:
-        self._cost, self._unpriced = _counters(meter_provider)
+        self._totals = _totals_of(meter_provider)
         self._instruments = instruments
         self._pricer = pricer
         self._failed = False
 
     def charge(
-        self, turn: Any, chat: Any, provider: str | None, model: str | None, usage: Usage
+        self, turn: Any, provider: str | None, model: str | None, usage: Usage
     ) -> float | None:
-        """Price one model call (or a turn's usage when ``chat`` is ``None``); never raises."""
+        """Price one model call (or a turn's usage); ``None`` when unpriced. Never raises."""
         try:
-            from hookscope.telemetry import semconv as sc
-
-            pricer = self._pricer or current_pricer()
-            cost = pricer.price(provider, model, usage)
+            cost = (self._pricer or current_pricer()).price(provider, model, usage)
             instruments = self._instruments
-            attributes = {sc.GEN_AI_AGENT_NAME: turn.metric_agent}
-            if model:
-                attributes[sc.GEN_AI_REQUEST_MODEL] = instruments.model_name(model)
-            if provider:
-                attributes[sc.GEN_AI_PROVIDER_NAME] = instruments.provider_name(provider)
+            key = (
+                turn.metric_agent,
+                instruments.model_name(model) if model else None,
+                instruments.provider_name(provider) if provider else None,
+            )
+            totals = self._totals
             if cost is None:
-                self._unpriced.add(1, attributes)
+                totals.add(totals.unpriced, key, 1)
                 return None
-            self._cost.add(cost, attributes)
-            if chat is not None and chat.recording:
-                chat.span.set_attributes(
-                    {sc.GEN_AI_USAGE_COST: cost, sc.COST_CURRENCY: sc.COST_CURRENCY_VALUE}
-                )
+            totals.add(totals.cost, key, cost)
             turn.cost += cost
             turn.priced += 1
             session = turn.session
@@ -126,10 +156,13 @@ class CostRecorder:
             return None
 
 
+def cost_attributes(cost: float) -> dict[str, Any]:
+    """A chat span's cost attributes."""
+    return {sc.GEN_AI_USAGE_COST: cost, sc.COST_CURRENCY: sc.COST_CURRENCY_VALUE}
+
+
 def total_attributes(cost: float, priced: int) -> dict[str, Any]:
     """A turn's or session's cost attributes: empty when nothing in it was priced."""
     if not priced:
         return {}
-    from hookscope.telemetry import semconv as sc
-
     return {sc.GEN_AI_USAGE_COST: round(cost, 12), sc.COST_CURRENCY: sc.COST_CURRENCY_VALUE}
