@@ -412,7 +412,37 @@ class _PreCompactionRule(Rule[str | None]):
         return STOP
 
 
+class _PostTurnRule(Rule[HookResult | None]):
+    """Every hook runs; those that return :meth:`HookResult.continue_with` ask the agent to go
+    on (their texts are joined). Other return values are ignored, as on any inspect event."""
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if type(value) is HookResult and value.continuation:
+            previous: HookResult | None = fold.result
+            text = value.continuation
+            if previous is not None and previous.continuation:
+                text = f"{previous.continuation}\n\n{text}"
+            fold.result = HookResult.continue_with(text)
+            return TENTATIVE
+        return GO_ON
+
+
+class _PostToolCallRule(Rule[HookResult | None]):
+    """Every hook runs; a ``HookResult.deny(reason)`` cannot undo the call, but its reason is
+    feedback for the model (Claude Code's PostToolUse ``decision: block``), joined in order."""
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if type(value) is HookResult and not value.allow and value.message:
+            previous: HookResult | None = fold.result
+            text = value.message if previous is None else f"{previous.message}\n\n{value.message}"
+            fold.result = HookResult.deny(text)
+            return TENTATIVE
+        return GO_ON
+
+
 _INSPECT: Final = Rule[None]()
+POST_TURN: Final = _PostTurnRule()
+POST_TOOL_CALL: Final = _PostToolCallRule()
 PRE_TURN: Final = _PreTurnRule()
 PRE_TOOL_CALL: Final = _PreToolCallRule()
 PRE_LLM_REQUEST: Final = _PreLlmRequestRule()
@@ -426,11 +456,11 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "on_session_start": _INSPECT,
     "on_session_end": _INSPECT,
     "pre_turn": PRE_TURN,
-    "post_turn": _INSPECT,
+    "post_turn": POST_TURN,
     "pre_llm_request": PRE_LLM_REQUEST,
     "on_llm_response": ON_LLM_RESPONSE,
     "pre_tool_call": PRE_TOOL_CALL,
-    "post_tool_call": _INSPECT,
+    "post_tool_call": POST_TOOL_CALL,
     "on_tool_error": ON_TOOL_ERROR,
     "on_interaction": ON_INTERACTION,
     "pre_compaction": PRE_COMPACTION,

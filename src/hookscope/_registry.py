@@ -45,11 +45,13 @@ class Registration:
         "direct",
         "fail_open",
         "failed_before",
+        "group",
         "hook",
         "hook_type",
         "is_async",
         "matcher",
         "name",
+        "once_key",
         "timeout",
         "traced",
     )
@@ -72,6 +74,11 @@ class Registration:
         #: Called inline by the loop: no timeout to enforce, no run to report.
         self.direct = not self.traced and self.timeout is None
         self.failed_before = False  # log a hook's first failure in full, later ones briefly
+        #: Hooks next to each other that share a ``parallel_group`` run concurrently and have
+        #: their verdicts merged (a Claude Code settings file's hooks of one event).
+        self.group: object | None = getattr(hook, "parallel_group", None)
+        #: Within a group, hooks with the same key run once per dispatch (identical commands).
+        self.once_key: object | None = getattr(hook, "dedupe_key", None)
 
 
 @final

@@ -8,6 +8,7 @@ from typing import Any
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.engine.config import HookTable
 from hookscope.engine.envelope import TOOL_EVENTS
+from hookscope.engine.transcript import TranscriptWriter
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import (
@@ -43,6 +44,8 @@ class _Lines(DispatchObserver):
         error: BaseException | None,
         duration_s: float,
     ) -> None:
+        if hook_name == TranscriptWriter.name:
+            return  # the transcript the hooks read, not one of them
         verdict, message = _verdict(result, error)
         self.lines.append(f"{hook_name}\t{verdict}\t{message or '-'}\t{duration_s * 1000:.1f} ms")
 

@@ -28,13 +28,10 @@ from opentelemetry import propagate
 
 from hookscope.context import HookContext
 from hookscope.engine import _run
-from hookscope.engine.envelope import (
-    Verdict,
-    build_envelope,
-    encode_envelope,
-    event_result,
-    parse_verdict,
-)
+from hookscope.engine.claude import ClaudeNames, ClaudeOptions
+from hookscope.engine.envelope import build_envelope, encode_envelope
+from hookscope.engine.transcript import transcript_path
+from hookscope.engine.verdicts import Verdict, add_context, event_result, parse_verdict
 from hookscope.hooks import CategoryHook, HookEvent
 from hookscope.runner import HookFailure
 from hookscope.types import HookscopeError, ToolCall
@@ -179,6 +176,8 @@ class CommandHook(CategoryHook):
             working directory; the current directory when ``None``.
         tool_names: Agent tool name → the name the program expects in ``tool_name`` (the
             reverse of a settings file's ``tool_aliases``).
+        claude: How a hook from a Claude Code settings file runs (its event name, ``if``,
+            ``once``, ``async``, plugin root, transcript …); ``None`` for a hookscope hook.
 
     Raises:
         ValueError: neither or both of ``command`` and ``args``, or an empty one.
@@ -198,6 +197,7 @@ class CommandHook(CategoryHook):
         matcher: Any = None,
         project_dir: str | os.PathLike[str] | None = None,
         tool_names: Mapping[str, str] | None = None,
+        claude: ClaudeOptions | None = None,
     ) -> None:
         if (command is None) == (args is None):
             raise ValueError("a command hook needs exactly one of command= (shell) and args=")
@@ -221,10 +221,20 @@ class CommandHook(CategoryHook):
         self.matcher = matcher
         self.project_dir = str(Path(project_dir or os.getcwd()).resolve())
         self.tool_names = dict(tool_names or {})
+        self.claude = claude
+        self.names = claude.names if claude is not None else ClaudeNames.of(self.tool_names)
         self.executable = _executable(command, args)
         self._argv = argv
         #: Runs being terminated in the background (kept referenced until reaped).
         self._reapers: set[asyncio.Future[None]] = set()
+        #: Background (``async``) runs in flight, kept referenced until they end.
+        self._background: set[asyncio.Future[Any]] = set()
+        #: Sessions a ``once`` hook already ran in.
+        self._ran_in: set[str] = set()
+        #: Hooks of one settings file and event share a group: they run concurrently and
+        #: identical commands run once (the runner reads both attributes).
+        self.parallel_group: object | None = None
+        self.dedupe_key: object | None = (command, tuple(args or ()), self.event)
 
     def __repr__(self) -> str:
         return f"<CommandHook {self.name!r} on {self.event}>"
@@ -232,6 +242,8 @@ class CommandHook(CategoryHook):
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env["HOOKSCOPE_PROJECT_DIR"] = env["CLAUDE_PROJECT_DIR"] = self.project_dir
+        if self.claude is not None and self.claude.plugin_root is not None:
+            env["CLAUDE_PLUGIN_ROOT"] = self.claude.plugin_root
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         # The agent's own inherited TRACEPARENT names its parent's span, not the hook's.
@@ -242,14 +254,63 @@ class CommandHook(CategoryHook):
                 env.pop(variable, None)
         return env
 
+    def envelope(self, context: HookContext, data: Any) -> dict[str, Any]:
+        """The JSON object the program receives for ``data`` (DESIGN §7, §7a)."""
+        claude = self.claude
+        session_id = str(getattr(context, "session_id", "") or "")
+        return build_envelope(
+            self.event,
+            context,
+            data,
+            self.names,
+            wire_event=claude.event if claude is not None else None,
+            project_dir=self.project_dir,
+            transcript_path=transcript_path(self.project_dir, session_id, create=True),
+            source=claude.source if claude is not None else None,
+        )
+
     async def run(self, context: HookContext, data: Any) -> Any:
         """Run the program on the envelope for ``data``; return the event's result.
 
         Raises:
             HookFailure: the program failed (see the module docstring).
         """
-        event: HookEvent = self.event
-        payload = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        claude = self.claude
+        if claude is not None:
+            if claude.skips(context, data):
+                return None
+            if claude.once:
+                session_id = str(getattr(context, "session_id", ""))
+                if session_id in self._ran_in:
+                    return None
+                self._ran_in.add(session_id)
+            if claude.background:
+                self._in_background(context, data)
+                return None
+        return await self._run_program(context, data)
+
+    def _in_background(self, context: HookContext, data: Any) -> None:
+        """``async`` hooks: run without waiting; an ``asyncRewake`` exit 2 adds context."""
+        claude = self.claude
+        assert claude is not None
+
+        async def background() -> None:
+            try:
+                result = await asyncio.wait_for(
+                    self._run_program(context, data, verdict=False), self.timeout
+                )
+            except Exception as error:  # nobody waits for it: log, never raise
+                logger.warning("background hook %r failed: %s", self.name, error)
+                return
+            if claude.rewake and isinstance(result, str) and result:
+                add_context(context, self.event, f"{claude.rewake_message}{result}".strip())
+
+        task = asyncio.ensure_future(background())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _run_program(self, context: HookContext, data: Any, verdict: bool = True) -> Any:
+        payload = encode_envelope(self.envelope(context, data))
         _run.record(_run.PROCESS_EXECUTABLE_NAME, self.executable)
         try:
             process = await asyncio.create_subprocess_exec(
@@ -277,14 +338,30 @@ class CommandHook(CategoryHook):
             self._abandon(process)
             raise
         _run.record(_run.PROCESS_EXIT_CODE, status)
-        return self._result(event, data, status, stdout, stderr)
+        if not verdict:  # a background run: only an exit 2's reason matters (asyncRewake)
+            return stderr.decode(errors="replace").strip() if status == 2 else None
+        return self._result(context, data, status, stdout, stderr)
 
     def _result(
-        self, event: HookEvent, data: Any, status: int, stdout: bytes, stderr: bytes
+        self, context: HookContext, data: Any, status: int, stdout: bytes, stderr: bytes
     ) -> Any:
+        event: HookEvent = self.event
         call = data if isinstance(data, ToolCall) else None
         if status == 0:
-            verdict = parse_verdict(stdout.decode(errors="replace"))
+            # Claude Code reads SessionStart's and UserPromptSubmit's plain stdout as context.
+            plain = self.claude is not None and event in ("on_session_start", "pre_turn")
+            verdict = parse_verdict(stdout.decode(errors="replace"), plain_is_context=plain)
+            add_context(context, event, verdict.context)
+            if call is not None and verdict.replace and verdict.modified_args is not None:
+                # updatedInput speaks Claude Code's argument names: back to the agent's.
+                verdict = Verdict(
+                    verdict.kind,
+                    verdict.message,
+                    self.names.agent_input(call, verdict.modified_args),
+                    True,
+                    verdict.context,
+                    verdict.halt,
+                )
             return event_result(event, verdict, self.name, call)
         reason = stderr.decode(errors="replace").strip()
         if status == 2:

@@ -17,16 +17,23 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final, overload
 
+from hookscope.engine._claude_config import (
+    ClaudeLoad,
+    Idle,
+    is_claude_settings,
+    load_claude,
+    transcript_writer,
+)
 from hookscope.engine._reference import build_python_hook
+from hookscope.engine.claude import ClaudeNames, parse_aliases
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
-from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
+from hookscope.engine.envelope import TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
@@ -38,7 +45,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["ConfigError", "HookEntry", "HookTable", "load"]
+__all__ = ["ConfigError", "HookEntry", "HookTable", "Idle", "load"]
 
 _TYPES: Final = ("command", "prompt", "python")
 _COMMON_KEYS: Final = frozenset({"type", "name", "matcher", "timeout", "on_failure"})
@@ -48,10 +55,7 @@ _KEYS: Final[Mapping[str, frozenset[str]]] = {
     "python": _COMMON_KEYS | {"hook", "options"},
 }
 _MATCHER_KEYS: Final = frozenset({"tools", "paths", "tiers"})
-# What Claude Code's matchers on non-tool events are matched against, as hookscope runs them.
-_CLAUDE_SOURCES: Final[Mapping[str, str]] = {"SessionStart": "startup", "PreCompact": "auto"}
-_CLAUDE_NAMES: Final = {ours: theirs for theirs, ours in CLAUDE_EVENTS.items()}
-_NAMES: Final = re.compile(r"[\w\-]+(?:\|[\w\-]+)*")
+_FAILURE_MODES: Final = ("hookscope", "claude")
 
 
 class ConfigError(HookscopeError, ValueError):
@@ -88,12 +92,22 @@ class HookTable(Sequence[object]):
     hook was listed under (``hookscope hooks check`` prints it).
     """
 
-    __slots__ = ("entries", "source")
+    __slots__ = ("entries", "idle", "notes", "source")
 
-    def __init__(self, entries: Sequence[HookEntry] = (), source: str | None = None) -> None:
+    def __init__(
+        self,
+        entries: Sequence[HookEntry] = (),
+        source: str | None = None,
+        idle: Sequence[Idle] = (),
+        notes: Sequence[str] = (),
+    ) -> None:
         self.entries: tuple[HookEntry, ...] = tuple(entries)
         #: The file the table was loaded from; ``None`` for a mapping.
         self.source = source
+        #: Hooks of a Claude Code settings file that loaded but never fire in hookscope, and why.
+        self.idle: tuple[Idle, ...] = tuple(idle)
+        #: What a check should mention: settings Claude Code ignores too.
+        self.notes: tuple[str, ...] = tuple(notes)
 
     @overload
     def __getitem__(self, index: int) -> object: ...
@@ -167,13 +181,27 @@ def _project_dir(path: Path | None) -> Path:
     if path is None:
         return Path.cwd()
     directory = path.resolve().parent
-    return directory.parent if directory.name == ".claude" else directory
+    if directory.name == ".claude":
+        return directory.parent
+    if _plugin_root(path) is not None:  # a plugin's hooks serve the project Claude runs in
+        return Path.cwd()
+    return directory
+
+
+def _plugin_root(path: Path | None) -> str | None:
+    """A plugin's root for its ``hooks/hooks.json`` (``${CLAUDE_PLUGIN_ROOT}``)."""
+    if path is None or path.name != "hooks.json" or path.resolve().parent.name != "hooks":
+        return None
+    return str(path.resolve().parent.parent)
 
 
 def load(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
-    tool_aliases: Mapping[str, str] | None = None,
+    tool_aliases: Mapping[str, Any] | None = None,
+    failure: str = "hookscope",
+    transcript: bool = True,
+    project_dir: str | os.PathLike[str] | None = None,
 ) -> HookTable:
     """Load and validate a hook configuration.
 
@@ -182,8 +210,16 @@ def load(
             ``[tool.hookscope]``), a Claude Code settings ``.json`` file, or a mapping in the
             TOML file's shape (``{"hooks": {"pre_tool_call": [...]}}``).
         tool_aliases: For Claude Code settings: their tool names → the agent's
-            (``{"Bash": "run_command"}``); matchers are translated, and the hook programs
-            still see the names they know.
+            (``{"Bash": "run_command"}``, or ``{"Bash": {"tool": "run_command", "args":
+            {"command": "CommandLine"}}}`` with the argument names); matchers match the
+            Claude names, and the hook programs see the names and arguments they know.
+        failure: ``"hookscope"`` (a failing hook denies: fail closed) or ``"claude"``
+            (Claude Code's semantics: only exit 2 blocks; other failures are logged, counted
+            and let through). In hookscope.toml: a top-level ``failure = "claude"``.
+        transcript: Keep the session transcript Claude Code hooks read (``transcript_path``);
+            with ``False`` the field names an empty file.
+        project_dir: The project the hooks serve (``cwd``, ``CLAUDE_PROJECT_DIR``); by default
+            the config file's (the directory above ``.claude/``), else the current directory.
 
     Returns:
         The hooks, in file order.
@@ -197,34 +233,86 @@ def load(
     problems = _Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
+        if isinstance(data, Mapping) and data.get("disableAllHooks") is True:
+            return HookTable((), None if path is None else label)
         raise ConfigError(
             label, [f'no "{prefix}hooks" table; add one, e.g. [[{prefix}hooks.pre_tool_call]]']
         )
     hooks: Mapping[str, Any] = data["hooks"]
-    context = _Context(_project_dir(path), dict(tool_aliases or {}), problems)
-    if any(name in CLAUDE_EVENTS for name in hooks):
-        _load_claude(hooks, context, entries)
-    else:
-        extra = sorted(set(data) - {"hooks"})
-        if extra:
-            problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
-        if tool_aliases:
-            problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
-        _load_hookscope(hooks, prefix, context, entries)
+    if is_claude_settings(hooks) or (path is not None and path.suffix == ".json"):
+        if failure not in _FAILURE_MODES:
+            problems.add("failure", f'must be "hookscope" or "claude", got {failure!r}')
+        return _load_claude_file(
+            data, path, label, problems, failure, transcript, tool_aliases, project_dir
+        )
+    extra = sorted(set(data) - {"hooks", "failure"})
+    if extra:
+        problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
+    if tool_aliases:
+        problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
+    failure = data.get("failure", failure)
+    if failure not in _FAILURE_MODES:
+        problems.add(f"{prefix}failure", f'must be "hookscope" or "claude", got {failure!r}')
+    root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
+    context = _Context(root, {}, problems, fail_open=failure == "claude")
+    _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
         raise ConfigError(label, problems.found)
     return HookTable(entries, None if path is None else label)
 
 
+def _load_claude_file(
+    data: Mapping[str, Any],
+    path: Path | None,
+    label: str,
+    problems: _Problems,
+    failure: str,
+    transcript: bool,
+    tool_aliases: Mapping[str, Any] | None,
+    project_dir: str | os.PathLike[str] | None,
+) -> HookTable:
+    try:
+        names = ClaudeNames(parse_aliases(tool_aliases))
+    except ValueError as error:
+        problems.add("tool_aliases", str(error))
+        names = ClaudeNames()
+    if data.get("disableAllHooks") is True:
+        return HookTable((), None if path is None else label)
+    root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
+    context = _Context(root, dict(names.names), problems, fail_open=failure == "claude")
+
+    def build(
+        event: HookEvent, item: Mapping[str, Any], where: str, extra: dict[str, Any]
+    ) -> object | None:
+        hook = _handler(event, item, where, context, item_matcher=False, extra=extra)
+        if hook is not None:
+            _check_registration(hook, where, context)
+        return hook
+
+    load = ClaudeLoad(
+        project_dir=root,
+        names=names,
+        failure=failure,
+        transcript=transcript,
+        plugin_root=_plugin_root(path),
+        add_problem=problems.add,
+        build=build,
+    )
+    load_claude(data["hooks"], load)
+    if problems.found:
+        raise ConfigError(label, problems.found)
+    entries = [HookEntry(event, hook, entry) for event, hook, entry in load.hooks]
+    if entries and transcript:
+        entries.insert(0, HookEntry("pre_turn", transcript_writer(load), "transcript"))
+    return HookTable(entries, None if path is None else label, load.idle, load.notes)
+
+
 @dataclass
 class _Context:
     project_dir: Path
-    aliases: dict[str, str]
+    tool_names: dict[str, str]  # agent tool name → Claude Code's
     problems: _Problems
-
-    @property
-    def tool_names(self) -> dict[str, str]:
-        return {ours: theirs for theirs, ours in self.aliases.items()}
+    fail_open: bool = False  # failure="claude": a hook's failure lets the event through
 
 
 def _load_hookscope(
@@ -244,81 +332,14 @@ def _load_hookscope(
                 entries.append(HookEntry(event, hook, f"{where}[{index}]"))
 
 
-def _load_claude(hooks: Mapping[str, Any], context: _Context, entries: list[HookEntry]) -> None:
-    for name, groups in hooks.items():
-        where = f"hooks.{name}"
-        if name in EVENTS:  # read as Claude Code settings because other keys are Claude's
-            context.problems.add(
-                where,
-                f"hookscope's event names cannot be mixed with Claude Code's in one file; "
-                f"write {_CLAUDE_NAMES.get(name, name)!r} here, or move this to hookscope.toml",
-            )
-            continue
-        if name not in CLAUDE_EVENTS:
-            context.problems.add(
-                where,
-                f"event {name!r} is not supported; hookscope runs "
-                f"{', '.join(CLAUDE_EVENTS)}: remove the entry or move it to another file",
-            )
-            continue
-        event = CLAUDE_EVENTS[name]
-        if not isinstance(groups, list):
-            context.problems.add(where, f"must be a list of matcher groups, got {groups!r}")
-            continue
-        for g, group in enumerate(groups):
-            here = f"{where}[{g}]"
-            if not isinstance(group, Mapping):
-                context.problems.add(here, 'must be an object {"matcher": ..., "hooks": [...]}')
-                continue
-            unknown = sorted(set(group) - {"matcher", "hooks"})
-            if unknown:
-                context.problems.add(here, f"unknown key(s) {unknown}; expected matcher, hooks")
-            handlers = group.get("hooks")
-            if not isinstance(handlers, list) or not handlers:
-                context.problems.add(here, '"hooks" must be a non-empty list of handlers')
-                continue
-            keep, matcher = _claude_matcher(name, event, group.get("matcher"), here, context)
-            for h, handler in enumerate(handlers):
-                entry = f"{here}.hooks[{h}]"
-                if isinstance(handler, Mapping) and handler.get("type") == "python":
-                    context.problems.add(entry, 'type must be "command" or "prompt" here')
-                    continue
-                hook = _handler(event, handler, entry, context, item_matcher=False)
-                if hook is not None and keep:
-                    hook.matcher = matcher  # type: ignore[attr-defined]
-                    _check_registration(hook, entry, context)
-                    entries.append(HookEntry(event, hook, entry))
-
-
-def _claude_matcher(
-    name: str, event: HookEvent, value: Any, where: str, context: _Context
-) -> tuple[bool, HookMatcher | None]:
-    """(whether the group's hooks ever run here, the matcher for them)."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "*")):
-        return True, None
-    if not isinstance(value, str):
-        context.problems.add(where, f"matcher must be a string, got {value!r}")
-        return False, None
-    if event not in TOOL_EVENTS:
-        if name not in _CLAUDE_SOURCES:
-            context.problems.add(where, f"a matcher has no effect on {name}; remove it")
-            return False, None
-        try:
-            return bool(re.fullmatch(value, _CLAUDE_SOURCES[name])), None
-        except re.error as error:
-            context.problems.add(where, f"matcher {value!r} is not a valid regex ({error})")
-            return False, None
-    if context.aliases and _NAMES.fullmatch(value):
-        value = "|".join(context.aliases.get(part, part) for part in value.split("|"))
-    try:
-        return True, HookMatcher(tools=value)
-    except ValueError as error:
-        context.problems.add(where, str(error))
-        return False, None
-
-
 def _handler(
-    event: HookEvent, item: Any, where: str, context: _Context, *, item_matcher: bool
+    event: HookEvent,
+    item: Any,
+    where: str,
+    context: _Context,
+    *,
+    item_matcher: bool,
+    extra: Mapping[str, Any] | None = None,
 ) -> object | None:
     """Build one hook from its entry, or record why not and return ``None``."""
     problems = context.problems
@@ -339,6 +360,10 @@ def _handler(
     options = _options(event, item, where, context, kind)
     if len(problems.found) > before:
         return None
+    if extra:
+        options.update(extra)
+        if kind != "command":  # only command hooks take Claude Code's run options
+            options.pop("claude", None)
     if kind == "command":
         hook: object = _command(event, item, where, context, options)
     elif kind == "prompt":
@@ -373,12 +398,12 @@ def _options(
         problems.add(where, f"timeout must be a positive number of seconds, got {timeout!r}")
     elif "timeout" in item or default is not None:
         options["timeout"] = None if timeout is None else float(timeout)
-    on_failure = item.get("on_failure", "deny")
+    on_failure = item.get("on_failure", "allow" if context.fail_open else "deny")
     if on_failure not in ("deny", "allow"):
         problems.add(
             where, f'on_failure must be "deny" (fail closed) or "allow", got {on_failure!r}'
         )
-    elif "on_failure" in item or kind != "python":
+    elif "on_failure" in item or kind != "python" or context.fail_open:
         options["fail_open"] = on_failure == "allow"
     if "matcher" in item:
         matcher = _matcher(event, item["matcher"], where, context)
