@@ -114,14 +114,28 @@ def _allowed(result: Any) -> bool:
 
 
 async def run_event(
-    table: HookTable, event: HookEvent, tool: str | None, given: Any
+    table: HookTable,
+    event: HookEvent,
+    tool: str | None,
+    given: Any,
+    session_id: str = "hooks-run",
 ) -> tuple[Sequence[str], bool]:
-    """Run ``table``'s hooks for one synthetic ``event``; (one line per hook, allowed?)."""
+    """Run ``table``'s hooks for one synthetic ``event``; (one line per hook, then what the
+    hooks asked for, allowed?)."""
     runner = HookRunner(table)
     lines = _Lines()
     runner.observe(lines)
-    session = SessionContext("hooks-run", "hookscope-cli")
+    session = SessionContext(session_id, "hookscope-cli")
     turn = TurnContext(session, 0, given if event == "pre_turn" else None)
     context, data = _data(event, turn, tool, given)
     dispatch = await runner.dispatch(event, context, data)
-    return lines.lines, _allowed(dispatch.result)
+    result = dispatch.result
+    asked = list(lines.lines)
+    if isinstance(result, HookResult) and result.continuation:
+        asked.append(f"continue:\t{result.continuation}")
+    if event == "post_tool_call" and isinstance(result, HookResult) and result.message:
+        asked.append(f"feedback:\t{result.message}")
+    asked.extend(
+        f"context:\t{text}" for text in [*session.context_additions, *turn.context_additions]
+    )
+    return asked, _allowed(result) if event != "post_tool_call" else True
