@@ -189,7 +189,9 @@ class HookResult:
         The turn scope offers it as :attr:`TurnScope.continuation <hookscope.runner.TurnScope>`
         (at most :data:`MAX_CONTINUATIONS` times in a row, as Claude Code caps Stop hooks).
         """
-        return cls(message=text, continuation=text)
+        # allow=False: the hook does not let the agent stop (what code reading only allow
+        # and message, such as the adapter kit, sees).
+        return cls(allow=False, message=text, continuation=text)
 
     @classmethod
     def deny(cls, message: str) -> HookResult:

@@ -181,7 +181,7 @@ async def test_a_post_turn_block_continues_the_turn_with_its_reason() -> None:
     # Claude Code's Stop hook: exit 2 (or decision block) asks the agent to go on.
     runner = HookRunner([CommandHook("post_turn", command="echo 'run the tests' >&2; exit 2")])
     result = (await dispatch(runner, "post_turn", None)).result
-    assert (result.continuation, result.allow) == ("run the tests", True)
+    assert (result.continuation, result.message) == ("run the tests", "run the tests")
 
 
 # --- failures (DESIGN §2): decide events fail closed unless on_failure = "allow" ---

@@ -47,6 +47,8 @@ __all__ = [
 TOOL_EVENTS: Final = frozenset({"pre_tool_call", "post_tool_call", "on_tool_error"})
 #: The context key of a tool call's id when the model gave none (shared by its Pre and Post).
 TOOL_USE_ID_KEY: Final = "hookscope.tool_use_id"
+#: Set on a turn whose Stop hook asked to go on: the next Stop carries stop_hook_active.
+STOP_HOOK_ACTIVE_KEY: Final = "hookscope.stop_hook_active"
 #: What hookscope tells hook programs about permissions: it has no permission modes, so the
 #: one that asks before anything not allowed (Claude Code's ``default``).
 PERMISSION_MODE: Final = "default"
@@ -176,7 +178,9 @@ def build_envelope(
     elif event == "post_turn":
         response = data if isinstance(data, ChatResponse) else None
         turn = _turn_of(context)
-        envelope["stop_hook_active"] = bool(turn is not None and turn.continues)
+        envelope["stop_hook_active"] = bool(
+            turn is not None and (turn.continues or turn.get(STOP_HOOK_ACTIVE_KEY))
+        )
         envelope["last_assistant_message"] = response.text if response is not None else ""
         envelope["response"] = jsonable(response)
     elif event in ("pre_llm_request", "on_llm_response"):
@@ -211,5 +215,11 @@ def build_envelope(
 
 
 def encode_envelope(envelope: Mapping[str, Any]) -> bytes:
-    """The envelope as UTF-8 JSON bytes (one line)."""
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode()
+    """The envelope as UTF-8 JSON bytes (one line).
+
+    Any string survives: a lone surrogate (``"\\ud800"``, which ``json.loads`` of model
+    output produces) can only stand inside a JSON string, where ``backslashreplace`` writes it
+    as the JSON escape ``\\ud800`` — escaped, never dropped, and still valid JSON.
+    """
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
