@@ -23,7 +23,7 @@ from hookscope.context import HookContext, OperationContext, SessionContext, Tur
 from hookscope.engine.claude import ClaudeNames
 from hookscope.engine.envelope import jsonable, prompt_id, tool_use_id
 from hookscope.hooks import Hook
-from hookscope.types import ChatResponse, ToolCall, ToolResult
+from hookscope.types import ChatResponse, Continuation, ToolCall, ToolResult
 
 __all__ = ["TranscriptWriter", "transcript_path"]
 
@@ -111,6 +111,8 @@ class TranscriptWriter(Hook):
 
     def pre_turn(self, context: TurnContext, prompt: Any) -> None:
         content = prompt if isinstance(prompt, str) else jsonable(prompt)
+        if isinstance(prompt, Continuation):  # as Claude Code records a Stop hook's reason
+            content = f"Stop hook feedback:\n{prompt}"
         self._write(context, "user", {"role": "user", "content": content})
 
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> None:
