@@ -73,7 +73,7 @@ async def test_a_uv_script_blocks_a_prompt(tmp_path: Path) -> None:
     settings = {"hooks": {"UserPromptSubmit": [{"hooks": [hook("prompt_check.py")]}]}}
     replies = [bash("echo ran > ran.txt"), {"text": "done"}]
     claude, ours = await both(tmp_path, settings, replies, "my password is hunter2")
-    assert claude.blocked and ours.blocked
+    assert (claude.blocked, ours.blocked) == (True, True)
     assert claude.files == ours.files == {}
 
 
@@ -88,7 +88,7 @@ async def test_prompt_and_session_context_reach_the_model(tmp_path: Path) -> Non
     replies = [{"text": "done"}]
     claude, ours = await both(tmp_path, settings, replies, "hello", markers=markers)
     assert claude.context == ours.context == ["BLUEBIRD-7", "TEAM-RULE-42"]
-    assert not claude.blocked and not ours.blocked
+    assert (claude.blocked, ours.blocked) == (False, False)
 
 
 async def test_a_stop_hook_continues_the_turn_once_and_reads_the_transcript(
