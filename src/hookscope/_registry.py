@@ -145,9 +145,10 @@ def _options(hook: object, name: str) -> tuple[float | None, bool, HookMatcher |
     except ValueError as error:
         raise ValueError(f"hook {name!r}: {error}") from None
     hook_type = getattr(hook, "hook_type", "python")
-    if hook_type not in ("python", "command", "prompt"):
+    if hook_type not in ("python", "command", "prompt", "http"):
         raise ValueError(
-            f"hook {name!r}: hook_type must be 'python', 'command' or 'prompt', got {hook_type!r}"
+            f"hook {name!r}: hook_type must be 'python', 'command', 'prompt' or 'http', "
+            f"got {hook_type!r}"
         )
     return (None if timeout is None else float(timeout)), fail_open, matcher, hook_type
 

@@ -18,10 +18,10 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final, overload
+from typing import Any, Final
 
 from hookscope.engine._claude_config import (
     ClaudeLoad,
@@ -31,14 +31,15 @@ from hookscope.engine._claude_config import (
     transcript_writer,
 )
 from hookscope.engine._reference import build_python_hook
+from hookscope.engine._table import ConfigError, HookEntry, HookTable, Problems
 from hookscope.engine.claude import ClaudeNames, parse_aliases
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import TOOL_EVENTS
+from hookscope.engine.http import HttpHook
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
-from hookscope.types import HookscopeError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,86 +57,6 @@ _KEYS: Final[Mapping[str, frozenset[str]]] = {
 }
 _MATCHER_KEYS: Final = frozenset({"tools", "paths", "tiers"})
 _FAILURE_MODES: Final = ("hookscope", "claude")
-
-
-class ConfigError(HookscopeError, ValueError):
-    """A hook configuration failed validation; nothing from it was applied.
-
-    Attributes:
-        source: The file (or ``<mapping>``) that failed.
-        problems: Every problem found, each ``"<entry>: <what is wrong>; <fix>"``.
-    """
-
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        listed = "\n".join(f"  {source}: {problem}" for problem in self.problems)
-        count = len(self.problems)
-        super().__init__(f"{count} problem{'s' * (count != 1)} in {source}:\n{listed}")
-
-
-@dataclass(frozen=True, slots=True)
-class HookEntry:
-    """One configured hook: the event it was listed under, the hook, and where it came from."""
-
-    event: HookEvent
-    hook: object
-    entry: str
-
-
-@final
-class HookTable(Sequence[object]):
-    """An immutable sequence of configured hooks, in file order.
-
-    ``HookRunner(table)``, ``runner.register(h) for h in table`` and
-    ``runner.replace(old_table, new_table)`` all work. :attr:`entries` keeps the event each
-    hook was listed under (``hookscope hooks check`` prints it).
-    """
-
-    __slots__ = ("entries", "idle", "notes", "source")
-
-    def __init__(
-        self,
-        entries: Sequence[HookEntry] = (),
-        source: str | None = None,
-        idle: Sequence[Idle] = (),
-        notes: Sequence[str] = (),
-    ) -> None:
-        self.entries: tuple[HookEntry, ...] = tuple(entries)
-        #: The file the table was loaded from; ``None`` for a mapping.
-        self.source = source
-        #: Hooks of a Claude Code settings file that loaded but never fire in hookscope, and why.
-        self.idle: tuple[Idle, ...] = tuple(idle)
-        #: What a check should mention: settings Claude Code ignores too.
-        self.notes: tuple[str, ...] = tuple(notes)
-
-    @overload
-    def __getitem__(self, index: int) -> object: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[object, ...]: ...
-    def __getitem__(self, index: int | slice) -> object:
-        if isinstance(index, slice):
-            return tuple(entry.hook for entry in self.entries[index])
-        return self.entries[index].hook
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __iter__(self) -> Iterator[object]:
-        return (entry.hook for entry in self.entries)
-
-    def __repr__(self) -> str:
-        return f"HookTable({len(self.entries)} hooks from {self.source or '<mapping>'})"
-
-
-class _Problems:
-    """Collects every problem of one file instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.found: list[str] = []
-
-    def add(self, entry: str, problem: str) -> None:
-        self.found.append(f"{entry}: {problem}")
 
 
 def _read(path: Path) -> tuple[Any, str]:
@@ -230,7 +151,7 @@ def load(
     path = None if isinstance(source, Mapping) else Path(source)
     label = "<mapping>" if path is None else str(path)
     data, prefix = (source, "") if path is None else _read(path)
-    problems = _Problems()
+    problems = Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
         if isinstance(data, Mapping) and data.get("disableAllHooks") is True:
@@ -265,7 +186,7 @@ def _load_claude_file(
     data: Mapping[str, Any],
     path: Path | None,
     label: str,
-    problems: _Problems,
+    problems: Problems,
     failure: str,
     transcript: bool,
     tool_aliases: Mapping[str, Any] | None,
@@ -284,7 +205,10 @@ def _load_claude_file(
     def build(
         event: HookEvent, item: Mapping[str, Any], where: str, extra: dict[str, Any]
     ) -> object | None:
-        hook = _handler(event, item, where, context, item_matcher=False, extra=extra)
+        if item.get("type") == "http":
+            hook = _http(event, item, where, context, extra)
+        else:
+            hook = _handler(event, item, where, context, item_matcher=False, extra=extra)
         if hook is not None:
             _check_registration(hook, where, context)
         return hook
@@ -311,7 +235,7 @@ def _load_claude_file(
 class _Context:
     project_dir: Path
     tool_names: dict[str, str]  # agent tool name → Claude Code's
-    problems: _Problems
+    problems: Problems
     fail_open: bool = False  # failure="claude": a hook's failure lets the event through
 
 
@@ -473,6 +397,37 @@ def _command(
         )
     except ValueError as error:
         context.problems.add(where, str(error))
+        return None
+
+
+def _http(
+    event: HookEvent,
+    item: Mapping[str, Any],
+    where: str,
+    context: _Context,
+    extra: Mapping[str, Any],
+) -> object | None:
+    problems = context.problems
+    before = len(problems.found)
+    options = _options(event, item, where, context, "command")
+    url, headers = item.get("url"), item.get("headers")
+    allowed = item.get("allowedEnvVars", [])
+    if not isinstance(allowed, list) or not all(isinstance(v, str) for v in allowed):
+        problems.add(where, f"allowedEnvVars must be a list of variable names, got {allowed!r}")
+    if len(problems.found) > before:
+        return None
+    try:
+        return HttpHook(
+            event,
+            url=url if isinstance(url, str) else "",
+            headers=headers,
+            allowed_env_vars=allowed,
+            project_dir=context.project_dir,
+            **options,
+            **extra,
+        )
+    except ValueError as error:
+        problems.add(where, str(error))
         return None
 
 
