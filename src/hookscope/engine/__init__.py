@@ -5,8 +5,8 @@ Code settings file into a :class:`HookTable` a :class:`~hookscope.runner.HookRun
 ``watch(runner, path)`` keeps it in step with the file. See DESIGN §7.
 """
 
-from hookscope.engine.command import CommandHook
 from hookscope.engine.claude import ToolAlias
+from hookscope.engine.command import CommandHook
 from hookscope.engine.config import ConfigError, HookEntry, HookTable, Idle, load
 from hookscope.engine.http import HttpHook
 from hookscope.engine.prompt import PromptHook
