@@ -163,3 +163,60 @@ async def test_claude_regex_matchers_are_not_aliased_away(tmp_path: Path, matche
     assert reason in claude.tool_texts[-1]
     assert ours.tool_texts == [reason]
     assert claude.files == ours.files
+
+
+#: Fields the real CLI sends that hookscope has nothing for: Claude Code's own background
+#: task and cron lists on Stop.
+CLAUDE_ONLY = {"background_tasks", "session_crons"}
+#: Fields whose values must be equal in both runs (paths and ids are compared by shape).
+SAME_VALUES = (
+    "hook_event_name",
+    "tool_name",
+    "tool_input",
+    "permission_mode",
+    "stop_hook_active",
+    "last_assistant_message",
+    "source",
+    "reason",
+    "prompt",
+    "transcript_is_a_file",
+)
+
+
+def _envelopes(files: dict[str, str]) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in files["hook-log/envelopes.jsonl"].splitlines()]
+
+
+async def test_every_envelope_carries_what_the_real_cli_sends(tmp_path: Path) -> None:
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+    settings = {"hooks": {name: [{"hooks": [hook("dump.py")]}] for name in (*events, "SessionEnd")}}
+    replies = [bash("echo hi > hi.txt"), {"text": "said hi"}]
+    claude_project = make_project(tmp_path / "claude", settings)
+    ours_project = make_project(tmp_path / "hookscope", settings)
+    claude = _envelopes(run_claude(claude_project, replies, "greet", tmp_path).files)
+    ours = _envelopes((await run_hookscope(ours_project, replies, "greet", tmp_path)).files)
+    assert (
+        [e["hook_event_name"] for e in claude]
+        == [e["hook_event_name"] for e in ours]
+        == [
+            *events,
+            "SessionEnd",
+        ]
+    )
+    for theirs, mine in zip(claude, ours, strict=True):
+        assert set(theirs) - set(mine) <= CLAUDE_ONLY, theirs["hook_event_name"]
+        for key in SAME_VALUES:
+            early = theirs["hook_event_name"] in ("SessionStart", "UserPromptSubmit")
+            if key == "transcript_is_a_file" and early:
+                continue  # Claude Code creates its file after these; ours is there already
+            assert theirs.get(key) == mine.get(key), (theirs["hook_event_name"], key)
+        assert ("prompt_id" in theirs) == ("prompt_id" in mine)
+        assert type(theirs.get("duration_ms")) is type(mine.get("duration_ms"))
+    for run, project in ((claude, claude_project), (ours, ours_project)):
+        assert {e["cwd"] for e in run} == {str(project.resolve())}  # cwd = the project
+        pre, post = (next(e for e in run if e["hook_event_name"] == n) for n in events[2:4])
+        assert pre["tool_use_id"] == post["tool_use_id"] != ""
+        assert len({e["prompt_id"] for e in run if "prompt_id" in e}) == 1
+        assert len({e["session_id"] for e in run}) == 1

@@ -47,6 +47,7 @@ __all__ = [
 TOOL_EVENTS: Final = frozenset({"pre_tool_call", "post_tool_call", "on_tool_error"})
 #: The context key of a tool call's id when the model gave none (shared by its Pre and Post).
 TOOL_USE_ID_KEY: Final = "hookscope.tool_use_id"
+_LATEST_PROMPT_ID: Final = "hookscope.latest_prompt_id"
 #: Set on a turn whose Stop hook asked to go on: the next Stop carries stop_hook_active.
 STOP_HOOK_ACTIVE_KEY: Final = "hookscope.stop_hook_active"
 #: What hookscope tells hook programs about permissions: it has no permission modes, so the
@@ -108,15 +109,17 @@ def _turn_of(context: HookContext) -> TurnContext | None:
 
 
 def prompt_id(context: HookContext) -> str | None:
-    """The id of the user prompt the context's turn answers (made once per turn), or
-    ``None`` outside a turn."""
+    """The id of the user prompt the context's turn answers (made once per turn); outside a
+    turn, the session's latest one, or ``None`` before the first prompt (as Claude Code)."""
     turn = _turn_of(context)
     if turn is None:
-        return None
+        latest = context.get(_LATEST_PROMPT_ID)
+        return latest if isinstance(latest, str) else None
     made = turn.get(PROMPT_ID_KEY)
     if not isinstance(made, str):
         made = str(getattr(turn.prompt, "prompt_id", "") or uuid.uuid4())
         turn.set(PROMPT_ID_KEY, made)
+        turn.session.set(_LATEST_PROMPT_ID, made)
     return made
 
 
