@@ -161,7 +161,7 @@ def _group(
             load.idle.append(Idle(name, entry, reason))
             continue
         for event, source in targets:
-            if pattern and event not in TOOL_EVENTS:
+            if pattern and event not in TOOL_EVENTS and name != "PermissionRequest":
                 value = _SOURCES.get((name, event), "")
                 if not _value_matches(pattern, value):
                     load.idle.append(

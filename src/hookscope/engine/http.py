@@ -120,7 +120,7 @@ class HttpHook(CommandHook):
             raise HookFailure(f"cannot be given its input ({type(error).__name__})") from None
         _run.record(_run.SERVER_ADDRESS, self._host)
         _run.record(_run.SERVER_PORT, self._port)
-        headers = {key: self._expand(value) for key, value in self.headers.items()}
+        headers = {key: self._expand(value).strip() for key, value in self.headers.items()}
         headers["Content-Type"] = "application/json"
         import httpx  # here: hookscope.engine stays light for agents without http hooks
 
