@@ -13,7 +13,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from threading import Thread
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -231,7 +231,9 @@ async def test_matching_hooks_run_concurrently(tmp_path: Path) -> None:
     path = settings_file(tmp_path, {"PreToolUse": group(*hooks, matcher="Bash")})
     decided = await dispatch(HookRunner(load(path)), "pre_tool_call", ToolCall("Bash"))
     assert decided.result.allow is True
-    assert len(list(tmp_path.glob("started-*"))) == 4
+    assert sorted(p.name for p in await asyncio.to_thread(tmp_path.glob, "started-*")) == [
+        f"started-{n}" for n in range(4)
+    ]
 
 
 async def test_the_strictest_verdict_wins_and_every_hook_runs(tmp_path: Path) -> None:
@@ -394,7 +396,7 @@ async def test_a_plugin_hooks_json_gets_claude_plugin_root(tmp_path: Path) -> No
 
 
 class _Endpoint(BaseHTTPRequestHandler):
-    seen: list[tuple[dict[str, Any], str]] = []
+    seen: ClassVar[list[tuple[dict[str, Any], str]]] = []
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
