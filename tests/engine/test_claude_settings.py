@@ -19,6 +19,7 @@ import pytest
 
 from hookscope import ChatResponse, HookRunner, ToolCall
 from hookscope.cli import main
+from hookscope.context import SUBAGENT_KEY
 from hookscope.engine import CommandHook, HttpHook, load
 from hookscope.hooks import OnInteractionHook
 from hookscope.types import MAX_CONTINUATIONS, Answer
@@ -122,7 +123,7 @@ def test_every_event_and_key_loads_and_check_says_what_never_fires(
                 cmd("true", asyncRewake=True, rewakeMessage="Note: "),
             ),
             "Notification": group(cmd("true")),
-            "SubagentStart": group(cmd("true")),
+            "TeammateIdle": group(cmd("true")),
             "Setup": group(cmd("true")),
             "Stop": group(cmd("true", once=True), matcher="ignored"),
         },
@@ -142,8 +143,7 @@ def test_every_event_and_key_loads_and_check_says_what_never_fires(
         "loads, never fires here:",
         "  hooks.PreToolUse[0].hooks[1] (PreToolUse): an agent hook needs Claude Code's own "
         "subagent; use a command or prompt hook",
-        "  hooks.SubagentStart[0].hooks[0] (SubagentStart): hookscope reports no subagent starts "
-        "(adapters report subagent runs as turns, and SubagentStop hooks run on those turns' ends)",
+        "  hooks.TeammateIdle[0].hooks[0] (TeammateIdle): hookscope has no teammates",
         "  hooks.Setup[0].hooks[0] (Setup): hookscope has no install/setup phase",
         "note: hooks.Stop[0]: Claude Code ignores a matcher on Stop; so does hookscope",
         "note: the session transcript (transcript_path) is kept in .hookscope/transcripts/",
@@ -508,3 +508,34 @@ def test_transcript_false_keeps_no_writer(tmp_path: Path) -> None:
     path = settings_file(tmp_path, {"Stop": group(cmd("true"))})
     assert [type(h).__name__ for h in load(path, transcript=False)] == ["CommandHook"]
     assert operation(ToolCall("x")).call is not None
+
+
+async def test_subagent_runs_fire_subagent_start_and_stop_not_the_main_events(
+    tmp_path: Path,
+) -> None:
+    path = settings_file(
+        tmp_path,
+        {
+            "SubagentStart": group(cmd(record(tmp_path, "sub")), matcher="review.*"),
+            "SubagentStop": group(cmd(record(tmp_path, "sub"))),
+            "UserPromptSubmit": group(cmd(record(tmp_path, "main"))),
+            "Stop": group(cmd(record(tmp_path, "main"))),
+        },
+    )
+    runner = HookRunner(load(path))
+    async with runner.session() as session:
+        async with session.turn("main work") as turn:
+            turn.respond(ChatResponse("main done"))
+        for name in ("reviewer", "writer"):  # as adapters mark a subagent's run
+            scope = session.turn("sub work")
+            scope.context.set(SUBAGENT_KEY, (name, f"run-{name}"))
+            async with scope as sub:
+                sub.respond(ChatResponse(f"{name} done"))
+    assert [e["hook_event_name"] for e in seen(tmp_path, "main")] == ["UserPromptSubmit", "Stop"]
+    assert [
+        (e["hook_event_name"], e["agent_type"], e["agent_id"]) for e in seen(tmp_path, "sub")
+    ] == [
+        ("SubagentStart", "reviewer", "run-reviewer"),
+        ("SubagentStop", "reviewer", "run-reviewer"),
+        ("SubagentStop", "writer", "run-writer"),
+    ]

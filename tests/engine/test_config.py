@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from hookscope.engine import CommandHook, ConfigError, HookMatcher, HookTable, PromptHook, load
+from hookscope.engine.claude import CLAUDE_EVENTS, IDLE_EVENTS
 from hookscope.runner import HookRunner
 from hookscope.types import HookscopeError
 
@@ -443,13 +444,8 @@ def test_claude_settings_errors(tmp_path: Path) -> None:
     assert problems(path) == (
         "hooks.PreToolUse[0].hooks[0]: type must be one of command, prompt, agent, http, "
         "mcp_tool, got 'agentic'",
-        "hooks.Notify: unknown event 'Notify'; Claude Code's events are PreToolUse, PostToolUse, "
-        "PostToolUseFailure, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, "
-        "PreCompact, PostCompact, PermissionRequest, Notification, SubagentStart, PostToolBatch, "
-        "UserPromptExpansion, StopFailure, PreModelSwitch, PostModelSwitch, PermissionDenied, "
-        "Setup, TeammateIdle, TaskCreated, TaskCompleted, Elicitation, ElicitationResult, "
-        "ConfigChange, WorktreeCreate, WorktreeRemove, InstructionsLoaded, CwdChanged, "
-        "FileChanged, DirectoryAdded, MessageDisplay, PreSkillShellCommand",
+        "hooks.Notify: unknown event 'Notify'; Claude Code's events are "
+        + ", ".join([*CLAUDE_EVENTS, *IDLE_EVENTS]),
         "hooks.PostToolUse: must be a list of matcher groups, got {'matcher': 'Bash'}",
         "hooks.Stop[0].hooks[0]: unknown key(s) ['colour'] for a command hook; allowed: "
         "['args', 'async', 'asyncRewake', 'cloud', 'command', 'description', 'holdsTools', "

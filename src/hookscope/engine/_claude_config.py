@@ -24,6 +24,7 @@ from hookscope.engine.claude import (
     ClaudeNames,
     ClaudeOptions,
     if_condition,
+    value_matches,
 )
 from hookscope.engine.envelope import TOOL_EVENTS
 from hookscope.engine.transcript import TranscriptWriter
@@ -41,11 +42,11 @@ _SOURCES: Final[Mapping[tuple[str, str], str]] = {
     ("PreCompact", "pre_compaction"): "auto",
     ("PostCompact", "on_compaction"): "auto",
     ("Notification", "on_interaction"): "permission_prompt",
-    ("SubagentStop", "post_turn"): "",
 }
+#: Events whose matcher is checked when the hook runs (a tool name, a subagent's name).
+_RUNTIME_MATCHED: Final = frozenset({"PermissionRequest", "SubagentStart", "SubagentStop"})
 #: Claude Code ignores matchers on these events.
 _NO_MATCHER: Final = frozenset({"UserPromptSubmit", "Stop"})
-_PLAIN: Final = re.compile(r"[A-Za-z0-9_|]+")
 _PLUGIN_ROOT: Final = "${CLAUDE_PLUGIN_ROOT}"
 
 
@@ -77,12 +78,6 @@ class ClaudeLoad:
 def is_claude_settings(hooks: Mapping[str, Any]) -> bool:
     """Whether a ``hooks`` object uses Claude Code's event names."""
     return any(name in CLAUDE_EVENTS or name in IDLE_EVENTS for name in hooks)
-
-
-def _value_matches(pattern: str, value: str) -> bool:
-    if _PLAIN.fullmatch(pattern):
-        return value in pattern.split("|")
-    return re.search(pattern, value) is not None
 
 
 def load_claude(hooks: Mapping[str, Any], load: ClaudeLoad) -> None:
@@ -161,9 +156,9 @@ def _group(
             load.idle.append(Idle(name, entry, reason))
             continue
         for event, source in targets:
-            if pattern and event not in TOOL_EVENTS and name != "PermissionRequest":
+            if pattern and event not in TOOL_EVENTS and name not in _RUNTIME_MATCHED:
                 value = _SOURCES.get((name, event), "")
-                if not _value_matches(pattern, value):
+                if not value_matches(pattern, value):
                     load.idle.append(
                         Idle(
                             name,
@@ -270,6 +265,8 @@ def _handler(
         # PermissionRequest's matcher is a tool name; on_interaction carries no matcher, so
         # the hook checks it when it runs.
         claude = replace(claude, tool_matcher=HookMatcher.claude(pattern, load.names.names))
+    elif pattern and name in ("SubagentStart", "SubagentStop"):
+        claude = replace(claude, agent_matcher=pattern)
     item["command"] = _substitute(item.get("command"), load.plugin_root)
     if item.get("args") is not None:
         item["args"] = _substitute(item["args"], load.plugin_root)

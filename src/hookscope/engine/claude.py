@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hookscope.context import TurnContext
+from hookscope.context import SUBAGENT_KEY, TurnContext
 from hookscope.hooks import HookEvent
 from hookscope.types import ToolCall
 
@@ -37,6 +37,7 @@ CLAUDE_EVENTS: Final[Mapping[str, HookEvent]] = {
     "PostToolUseFailure": "on_tool_error",
     "UserPromptSubmit": "pre_turn",
     "Stop": "post_turn",
+    "SubagentStart": "pre_turn",
     "SubagentStop": "post_turn",
     "SessionStart": "on_session_start",
     "SessionEnd": "on_session_end",
@@ -49,8 +50,6 @@ CLAUDE_EVENTS: Final[Mapping[str, HookEvent]] = {
 #: Claude Code's other hook events: they load, never fire in hookscope, and
 #: ``hookscope hooks check`` says why.
 IDLE_EVENTS: Final[Mapping[str, str]] = {
-    "SubagentStart": "hookscope reports no subagent starts (adapters report subagent runs as "
-    "turns, and SubagentStop hooks run on those turns' ends)",
     "PostToolBatch": "hookscope dispatches tool calls one by one, with no batch event",
     "UserPromptExpansion": "hookscope has no slash-command expansion",
     "StopFailure": "a failed turn ends in hookscope's on_session_end, not a Stop-like event",
@@ -262,6 +261,16 @@ _RULE_ARGUMENT: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_|]+")
+
+
+def value_matches(pattern: str, value: str) -> bool:
+    """Claude Code's matcher rule: exact names for ``[A-Za-z0-9_|]+``, else a regex search."""
+    if _PLAIN.fullmatch(pattern):
+        return value in pattern.split("|")
+    return re.search(pattern, value) is not None
+
+
 def if_condition(rule: str) -> tuple[str, str | None]:
     """A handler's ``if`` (a permission rule such as ``Bash(git *)``): (tool, pattern).
 
@@ -312,6 +321,7 @@ class ClaudeOptions:
         transcript: Keep the transcript file (``transcript_path`` points to an empty file
             when not).
         tool_matcher: PermissionRequest's matcher (a ``HookMatcher``), checked at run time.
+        agent_matcher: SubagentStart's/SubagentStop's matcher (on the subagent's name).
     """
 
     event: str
@@ -325,15 +335,24 @@ class ClaudeOptions:
     plugin_root: str | None = None
     transcript: bool = True
     tool_matcher: Any = None
+    agent_matcher: str | None = None
 
     def skips(self, context: Any, data: Any) -> bool:
         """Whether this run is one Claude Code would not make."""
-        if (
-            self.event == "UserPromptSubmit"
-            and isinstance(context, TurnContext)
-            and (context.continues)
-        ):
-            return True  # a Stop hook's continuation is no user prompt
+        if isinstance(context, TurnContext):
+            # A subagent's run (adapters mark it) fires SubagentStart/SubagentStop; the
+            # main agent's turns fire UserPromptSubmit/Stop.
+            subagent = context.get(SUBAGENT_KEY)
+            if self.event in ("SubagentStart", "SubagentStop"):
+                if subagent is None:
+                    return True
+                matcher = self.agent_matcher
+                if matcher and not value_matches(matcher, str(subagent[0])):
+                    return True
+            elif self.event in ("UserPromptSubmit", "Stop") and subagent is not None:
+                return True
+            if self.event == "UserPromptSubmit" and context.continues:
+                return True  # a Stop hook's continuation is no user prompt
         if self.event == "PermissionRequest" and not any(
             getattr(question, "kind", "") == "confirm" for question in data or ()
         ):

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hookscope._scopes import PROMPT_ID_KEY
-from hookscope.context import HookContext, TurnContext
+from hookscope.context import SUBAGENT_KEY, HookContext, TurnContext
 from hookscope.engine.claude import CLAUDE_EVENTS, WIRE_NAMES, ClaudeNames
 from hookscope.engine.verdicts import Verdict, event_result, parse_verdict, verdict_from
 from hookscope.hooks import HookEvent
@@ -161,6 +161,9 @@ def build_envelope(
     if event not in ("on_session_start", "on_session_end", "on_compaction"):
         envelope["permission_mode"] = PERMISSION_MODE
     envelope["hook_event_name"] = wire
+    subagent = context.get(SUBAGENT_KEY) if wire in ("SubagentStart", "SubagentStop") else None
+    if isinstance(subagent, tuple) and len(subagent) == 2:
+        envelope["agent_id"], envelope["agent_type"] = str(subagent[1]), str(subagent[0])
     envelope["hookscope_event"] = event
     envelope["turn_index"] = getattr(context, "turn_index", None)
     envelope["agent_name"] = getattr(context, "agent_name", None)
@@ -176,7 +179,7 @@ def build_envelope(
         envelope["error"] = str(data)  # Claude Code's shape: the message
         envelope["error_type"] = type(data).__name__
         envelope["is_interrupt"] = False
-    elif event == "pre_turn":
+    elif event == "pre_turn" and wire != "SubagentStart":
         envelope["prompt"] = jsonable(data)
     elif event == "post_turn":
         response = data if isinstance(data, ChatResponse) else None
