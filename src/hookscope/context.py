@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final, Literal, final
 
-from hookscope.types import ToolCall
+from hookscope.types import Continuation, ToolCall
 
 __all__ = [
     "NEST_SESSION_KEY",
@@ -158,7 +158,7 @@ class TurnContext(HookContext):
         self.context_additions: list[str] = []
         #: 0 for a turn the user started; n for the n-th turn in a row that continues it
         #: because a ``post_turn`` hook asked to (:attr:`HookResult.continuation`).
-        self.continues = getattr(prompt, "depth", 0)
+        self.continues = prompt.depth if isinstance(prompt, Continuation) else 0
 
     @property
     def session_id(self) -> str:

@@ -20,7 +20,7 @@ import pytest
 from hookscope import ChatResponse, HookRunner, ToolCall
 from hookscope.cli import main
 from hookscope.context import SUBAGENT_KEY
-from hookscope.engine import CommandHook, HttpHook, load
+from hookscope.engine import CommandHook, HookMatcher, HttpHook, load
 from hookscope.hooks import OnInteractionHook
 from hookscope.types import MAX_CONTINUATIONS, Answer
 
@@ -90,6 +90,32 @@ async def test_updated_input_goes_back_to_the_agents_argument_names(tmp_path: Pa
     runner = HookRunner(load(path, tool_aliases=aliases))
     decided = await dispatch(runner, "pre_tool_call", ToolCall("shell", {"cmd": "ls"}))
     assert dict(decided.data.args) == {"cmd": "ls -la"}
+
+
+# What the real CLI matched for a call to Bash (probed with Claude Code 2.1.332): plain names
+# are exact and case-sensitive; anything else is a regular expression searched in the name.
+CLAUDE_MATCHES = {
+    "Bash": True,
+    "bash": False,
+    "ash": False,
+    "Bas": False,
+    "Bash|Edit": True,
+    "^Bash$": True,
+    "(Bash)": True,
+    "B.sh|Nope": True,
+    "B.s": True,
+    "as.*": True,
+    "Bash*": True,
+}
+
+
+@pytest.mark.parametrize(("pattern", "matches"), CLAUDE_MATCHES.items())
+def test_matchers_match_as_the_real_cli_did(pattern: str, matches: bool) -> None:
+    aliases = {"run_command": "Bash"}
+    matcher = HookMatcher.claude(pattern, aliases)
+    assert matcher.matches(ToolCall("Bash")) is matches
+    assert matcher.matches(ToolCall("run_command")) is matches  # the alias, every spelling
+    assert matcher.matches(ToolCall("view_file")) is False
 
 
 def test_a_bad_alias_says_what_shapes_are_accepted(tmp_path: Path) -> None:
