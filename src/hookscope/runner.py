@@ -346,6 +346,9 @@ class HookRunner:
                     )
                 if step == STOP:
                     decided_by = registration.name
+                    if observed:  # the rest of the group ran too: observers see every run
+                        for later in batch[batch.index(ran) + 1 :]:
+                            notifier.hook_finished(event, later[0].name, context, *later[1:])
                     break
                 if step:
                     tentative = tentative or registration.name

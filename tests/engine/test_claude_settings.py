@@ -22,6 +22,7 @@ from hookscope.cli import main
 from hookscope.context import SUBAGENT_KEY
 from hookscope.engine import CommandHook, HookMatcher, HttpHook, load
 from hookscope.hooks import OnInteractionHook
+from hookscope.runner import DispatchObserver
 from hookscope.types import MAX_CONTINUATIONS, Answer
 
 from .conftest import dispatch, operation
@@ -265,14 +266,31 @@ async def test_matching_hooks_run_concurrently(tmp_path: Path) -> None:
 async def test_the_strictest_verdict_wins_and_every_hook_runs(tmp_path: Path) -> None:
     ask = {"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sure?"}}
     hooks = [
-        cmd(f"echo '{json.dumps(ask)}'"),
-        cmd("echo 'no deletes' >&2; exit 2"),
-        cmd(record(tmp_path, "after")),  # listed after the deny: runs anyway
+        cmd(f"echo '{json.dumps(ask)}'", name="asker"),
+        cmd("echo 'no deletes' >&2; exit 2", name="guard"),
+        cmd(record(tmp_path, "after"), name="logger"),  # listed after the deny: runs anyway
     ]
     path = settings_file(tmp_path, {"PreToolUse": group(*hooks)})
-    decided = await dispatch(HookRunner(load(path)), "pre_tool_call", ToolCall("Bash"))
+    runner = HookRunner(load(path))
+    finished: list[tuple[str, str]] = []
+
+    class Watcher(DispatchObserver):
+        def hook_finished(
+            self, event: Any, name: str, context: Any, result: Any, *rest: Any
+        ) -> None:
+            finished.append((name, type(result).__name__))
+
+    runner.observe(Watcher())
+    decided = await dispatch(runner, "pre_tool_call", ToolCall("Bash"))
     assert (decided.result.allow, decided.result.message) == (False, "no deletes")
     assert len(seen(tmp_path, "after")) == 1
+    # observers hear of every run, the one after the deciding deny too
+    assert finished == [
+        ("transcript", "NoneType"),
+        ("asker", "HookResult"),
+        ("guard", "HookResult"),
+        ("logger", "NoneType"),
+    ]
 
 
 async def test_identical_commands_run_once(tmp_path: Path) -> None:
