@@ -107,6 +107,7 @@ CLAUDE_MATCHES = {
     "B.s": True,
     "as.*": True,
     "Bash*": True,
+    "Bash.*": True,
 }
 
 
@@ -582,4 +583,26 @@ async def test_subagent_runs_fire_subagent_start_and_stop_not_the_main_events(
         ("SubagentStart", "reviewer", "run-reviewer"),
         ("SubagentStop", "reviewer", "run-reviewer"),
         ("SubagentStop", "writer", "run-writer"),
+    ]
+
+
+async def test_two_tables_of_one_project_write_the_transcript_once(tmp_path: Path) -> None:
+    shared = settings_file(tmp_path, {"Stop": group(cmd("true"))})
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"hooks": {"Stop": group(cmd("exit 0"))}}))
+    first = load(shared)
+    runner = HookRunner([*first, *load(local)])
+    async with runner.session(session_id="s") as session:
+        async with session.turn("one") as turn:
+            turn.respond(ChatResponse("a"))
+        runner.replace(first, load(shared))  # a hot reload: a new writer takes over
+        async with session.turn("two") as turn:
+            turn.respond(ChatResponse("b"))
+    transcript = tmp_path / ".hookscope" / "transcripts" / "s.jsonl"
+    lines = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert [line["message"]["content"] for line in lines] == [
+        "one",
+        [{"type": "text", "text": "a"}],
+        "two",
+        [{"type": "text", "text": "b"}],
     ]

@@ -29,7 +29,7 @@ __all__ = ["TranscriptWriter", "transcript_path"]
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]")
 _LAST_UUID: Final = "hookscope.transcript.last_uuid"
-_OWNER: Final = "hookscope.transcript.owner"
+_LAST_EVENT: Final = "hookscope.transcript.last_event"
 
 
 def transcript_path(project_dir: str | os.PathLike[str], session_id: str, create: bool) -> str:
@@ -70,17 +70,23 @@ class TranscriptWriter(Hook):
         self.names = names or ClaudeNames()
 
     def _write(
-        self, context: HookContext, kind: str, message: Mapping[str, Any], **extra: Any
+        self,
+        context: HookContext,
+        source: object,
+        kind: str,
+        message: Mapping[str, Any],
+        **extra: Any,
     ) -> None:
         session = _session_of(context)
         if session is None:
             return
         path = transcript_path(self.project_dir, session.session_id, create=True)
-        owner = session.get(f"{_OWNER}:{path}")
-        if owner is None:
-            session.set(f"{_OWNER}:{path}", id(self))
-        elif owner != id(self):
-            return  # another table's writer keeps this session's file
+        # Two loaded files (or a table and its hot-reloaded successor) may each hold a writer
+        # for one project: the same event, seen twice, is written once.
+        seen = (kind, id(context), id(source))
+        if session.get(f"{_LAST_EVENT}:{path}") == seen:
+            return
+        session.set(f"{_LAST_EVENT}:{path}", seen)
         line_id = str(uuid.uuid4())
         line: dict[str, Any] = {
             "parentUuid": session.get(_LAST_UUID),
@@ -113,7 +119,7 @@ class TranscriptWriter(Hook):
         content = prompt if isinstance(prompt, str) else jsonable(prompt)
         if isinstance(prompt, Continuation):  # as Claude Code records a Stop hook's reason
             content = f"Stop hook feedback:\n{prompt}"
-        self._write(context, "user", {"role": "user", "content": content})
+        self._write(context, prompt, "user", {"role": "user", "content": content})
 
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> None:
         block = {
@@ -122,7 +128,7 @@ class TranscriptWriter(Hook):
             "name": self.names.tool_name(call),
             "input": jsonable(self.names.tool_input(call)),
         }
-        self._write(context, "assistant", {"role": "assistant", "content": [block]})
+        self._write(context, call, "assistant", {"role": "assistant", "content": [block]})
 
     def _result(self, context: HookContext, call: ToolCall, value: Any, error: bool) -> None:
         text = value if isinstance(value, str) else json.dumps(jsonable(value))
@@ -134,6 +140,7 @@ class TranscriptWriter(Hook):
         }
         self._write(
             context,
+            call,
             "user",
             {"role": "user", "content": [block]},
             toolUseResult=jsonable(value),
@@ -149,4 +156,4 @@ class TranscriptWriter(Hook):
     def post_turn(self, context: TurnContext, response: ChatResponse) -> None:
         block = {"type": "text", "text": response.text}
         message = {"role": "assistant", "model": response.model, "content": [block]}
-        self._write(context, "assistant", message)
+        self._write(context, response, "assistant", message)
