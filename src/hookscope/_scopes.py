@@ -39,9 +39,20 @@ if TYPE_CHECKING:
     # The runner creates scopes and scopes call back into it: a cycle only for the checker.
     from hookscope.runner import HookRunner
 
-__all__ = ["PROMPT_ID_KEY", "ScopeError", "SessionScope", "ToolOutcome", "TurnScope"]
+__all__ = [
+    "PROMPT_ID_KEY",
+    "TOOL_DURATION_KEY",
+    "ScopeError",
+    "SessionScope",
+    "ToolOutcome",
+    "TurnScope",
+]
 
 logger = logging.getLogger("hookscope")
+
+#: The operation-context key holding how long a tool ran before it raised (seconds), for
+#: ``on_tool_error`` hooks (Claude Code's PostToolUseFailure ``duration_ms``).
+TOOL_DURATION_KEY: Final = "hookscope.tool_duration_s"
 
 #: The turn-context key under which the id of the user prompt a turn answers is kept
 #: (Claude Code's ``prompt_id``; continuing turns keep their prompt's id).
@@ -375,6 +386,7 @@ async def run_tool(
         if value is not None and is_awaitable(value):
             value = await value
     except Exception as error:
+        operation.set(TOOL_DURATION_KEY, perf_counter() - started)
         recovered = await runner.dispatch("on_tool_error", operation, error)
         recovery = recovered.result
         if recovery is None:

@@ -188,7 +188,11 @@ async def run_hookscope(
                         for index, call in enumerate(move["tool_calls"]):
                             command = call["arguments"]["command"]
                             made = ToolCall(tool_name, {argument: command}, id=f"t{index}")
-                            result = await turn.call_tool(made, _shell(project, argument))
+                            try:
+                                result = await turn.call_tool(made, _shell(project, argument))
+                            except ShellError as error:  # the model reads the failure
+                                outcome.tool_texts.append(str(error))
+                                continue
                             text = str(result.value) if result.allowed else result.message
                             if result.feedback:
                                 text = f"{text}\n{result.feedback}"
@@ -207,6 +211,11 @@ async def run_hookscope(
     return outcome
 
 
+class ShellError(Exception):
+    """A command that exited non-zero: Claude Code's Bash tool reports it as an error (and
+    PostToolUseFailure fires), worded as the CLI words it."""
+
+
 def _shell(project: Path, argument: str) -> Any:
     def run(**args: Any) -> str:
         done = subprocess.run(
@@ -217,6 +226,9 @@ def _shell(project: Path, argument: str) -> Any:
             timeout=60,
             check=False,
         )
-        return done.stdout + done.stderr
+        output = done.stdout + done.stderr
+        if done.returncode:
+            raise ShellError(f"Exit code {done.returncode}\n{output.strip()}")
+        return output
 
     return run

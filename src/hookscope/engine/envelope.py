@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from hookscope._scopes import PROMPT_ID_KEY
+from hookscope._scopes import PROMPT_ID_KEY, TOOL_DURATION_KEY
 from hookscope.context import SUBAGENT_KEY, HookContext, TurnContext
 from hookscope.engine.claude import CLAUDE_EVENTS, WIRE_NAMES, ClaudeNames
 from hookscope.engine.verdicts import Verdict, event_result, parse_verdict, verdict_from
@@ -158,7 +158,7 @@ def build_envelope(
     asked = prompt_id(context)
     if asked is not None:
         envelope["prompt_id"] = asked
-    if event not in ("on_session_start", "on_session_end", "on_compaction"):
+    if event not in ("on_session_start", "on_session_end", "pre_compaction", "on_compaction"):
         envelope["permission_mode"] = PERMISSION_MODE
     envelope["hook_event_name"] = wire
     subagent = context.get(SUBAGENT_KEY) if wire in ("SubagentStart", "SubagentStop") else None
@@ -179,6 +179,9 @@ def build_envelope(
         envelope["error"] = str(data)  # Claude Code's shape: the message
         envelope["error_type"] = type(data).__name__
         envelope["is_interrupt"] = False
+        took = context.get(TOOL_DURATION_KEY)
+        if isinstance(took, float):
+            envelope["duration_ms"] = round(took * 1000)
     elif event == "pre_turn" and wire != "SubagentStart":
         envelope["prompt"] = jsonable(data)
     elif event == "post_turn":
