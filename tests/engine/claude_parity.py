@@ -24,10 +24,12 @@ import claude_agent_sdk
 
 from hookscope import ChatResponse, HookRunner, ToolCall
 from hookscope.engine import load
+from tests.support.mcp_server import _call as mcp_call
 from tests.support.model_server import ScriptedModelServer
 
 CLI = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 HOOKS = Path(__file__).parent / "claude_hooks"
+REPO = Path(__file__).resolve().parents[2]
 PROMPT_KEY = "PARITY"
 
 
@@ -88,8 +90,12 @@ def run_claude(
     tmp: Path,
     plugin_dir: Path | None = None,
     markers: Sequence[str] = (),
+    mcp: bool = False,
 ) -> Outcome:
     """Run the CLI once (``claude -p``) in ``project`` against the scripted replies.
+
+    With ``mcp``, the CLI also has the ``words`` MCP server (``tests/support/mcp_server.py``,
+    stdio) and may call ``mcp__words__lookup`` without asking.
 
     ``markers`` are context texts to look for in the model requests (what hooks injected).
     """
@@ -114,6 +120,14 @@ def run_claude(
         argv += ["--model", "claude-sonnet-4-5"]
         if plugin_dir is not None:
             argv += ["--plugin-dir", str(plugin_dir)]
+        if mcp:
+            server_config = {
+                "command": sys.executable,
+                "args": ["-m", "tests.support.mcp_server"],
+                "env": {"PYTHONPATH": str(REPO)},
+            }
+            argv += ["--mcp-config", json.dumps({"mcpServers": {"words": server_config}})]
+            argv += ["--allowedTools", "mcp__words__lookup"]
         run = subprocess.run(
             argv, cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False
         )
@@ -186,10 +200,9 @@ async def run_hookscope(
                             turn.respond(ChatResponse(str(move["text"])))
                             break
                         for index, call in enumerate(move["tool_calls"]):
-                            command = call["arguments"]["command"]
-                            made = ToolCall(tool_name, {argument: command}, id=f"t{index}")
+                            made, run = _tool(call, f"t{index}", project, tool_name, argument)
                             try:
-                                result = await turn.call_tool(made, _shell(project, argument))
+                                result = await turn.call_tool(made, run)
                             except ShellError as error:  # the model reads the failure
                                 outcome.tool_texts.append(str(error))
                                 continue
@@ -209,6 +222,24 @@ async def run_hookscope(
     outcome.context = sorted(set(outcome.context), key=list(markers).index)
     outcome.files = project_files(project)
     return outcome
+
+
+def _tool(
+    call: Mapping[str, Any], call_id: str, project: Path, tool_name: str, argument: str
+) -> tuple[ToolCall, Any]:
+    """The agent's call for a scripted one, and the function that runs it: Bash through
+    ``/bin/sh``, an ``mcp__<server>__<tool>`` call as an MCP call to the test MCP server."""
+    name = str(call["name"])
+    if name.startswith("mcp__"):
+        server, tool = name.removeprefix("mcp__").split("__", 1)
+
+        def mcp_tool(**arguments: Any) -> str:
+            answer = mcp_call({"name": tool, "arguments": arguments})
+            return "\n".join(block["text"] for block in answer["content"])
+
+        return ToolCall(tool, call["arguments"], id=call_id, server=server), mcp_tool
+    made = ToolCall(tool_name, {argument: call["arguments"]["command"]}, id=call_id)
+    return made, _shell(project, argument)
 
 
 class ShellError(Exception):

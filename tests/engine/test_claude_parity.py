@@ -221,3 +221,36 @@ async def test_every_envelope_carries_what_the_real_cli_sends(tmp_path: Path) ->
         assert len({e["prompt_id"] for e in run if "prompt_id" in e}) == 1
         assert len({e["session_id"] for e in run}) == 1
         assert next(e for e in run if e["hook_event_name"] == "Stop")["transcript_is_a_file"]
+
+
+async def test_mcp_tools_match_mcp_server_tool_in_both(tmp_path: Path) -> None:
+    guard = (
+        "jq -e '.tool_input.word == \"secret\"' >/dev/null && "
+        "{ echo 'no secret lookups' >&2; exit 2; } || exit 0"
+    )
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "mcp__words__.*", "hooks": [{"type": "command", "command": guard}]},
+                {"matcher": "mcp__.*", "hooks": [hook("dump.py")]},
+            ]
+        }
+    }
+    lookup = "mcp__words__lookup"
+    replies = [
+        {"tool_calls": [{"name": lookup, "arguments": {"word": "hello"}}]},
+        {"tool_calls": [{"name": lookup, "arguments": {"word": "secret"}}]},
+        {"text": "done"},
+    ]
+    claude_project = make_project(tmp_path / "claude", settings)
+    ours_project = make_project(tmp_path / "hookscope", settings)
+    claude = run_claude(claude_project, replies, "look up", tmp_path, mcp=True)
+    ours = await run_hookscope(ours_project, replies, "look up", tmp_path)
+    for outcome in (claude, ours):
+        assert "hello: a word" in outcome.tool_texts[0]
+        assert "no secret lookups" in outcome.tool_texts[-1]
+        envelopes = _envelopes(outcome.files)
+        assert [(e["tool_name"], e["tool_input"]) for e in envelopes] == [
+            (lookup, {"word": "hello"}),
+            (lookup, {"word": "secret"}),
+        ]
