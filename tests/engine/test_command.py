@@ -196,7 +196,7 @@ async def test_a_post_turn_block_continues_the_turn_with_its_reason() -> None:
             f"{PYTHON} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'",
             "exited with status 139",
         ),
-        (printing('{"allow": fals'), "printed malformed JSON (Expecting value at char 10)"),
+        (printing('{"allow": fals'), "printed malformed JSON (invalid JSON (Expecting value))"),
         (
             printing({"decision": "maybe"}),
             "answered an unknown decision (a str); expected approve or block",

@@ -5,10 +5,11 @@ Re-exported by :mod:`hookscope.engine.config` (and :mod:`hookscope.engine`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import final, overload
 
+from hookscope._registry import close_hooks
 from hookscope.engine._claude_config import Idle
 from hookscope.hooks import HookEvent
 from hookscope.types import HookscopeError
@@ -47,10 +48,11 @@ class HookTable(Sequence[object]):
 
     ``HookRunner(table)``, ``runner.register(h) for h in table`` and
     ``runner.replace(old_table, new_table)`` all work. :attr:`entries` keeps the event each
-    hook was listed under (``hookscope hooks check`` prints it).
+    hook was listed under (``hookscope hooks check`` prints it). :meth:`close` closes the
+    hooks the table built (``watch()`` calls it on the table a reload replaces).
     """
 
-    __slots__ = ("entries", "idle", "notes", "source")
+    __slots__ = ("_built", "entries", "idle", "notes", "source")
 
     def __init__(
         self,
@@ -58,6 +60,8 @@ class HookTable(Sequence[object]):
         source: str | None = None,
         idle: Sequence[Idle] = (),
         notes: Sequence[str] = (),
+        *,
+        built: Iterable[object] = (),
     ) -> None:
         self.entries: tuple[HookEntry, ...] = tuple(entries)
         #: The file the table was loaded from; ``None`` for a mapping.
@@ -66,6 +70,13 @@ class HookTable(Sequence[object]):
         self.idle: tuple[Idle, ...] = tuple(idle)
         #: What a check should mention: settings Claude Code ignores too.
         self.notes: tuple[str, ...] = tuple(notes)
+        self._built = tuple(built)
+
+    def close(self) -> None:
+        """Close (``close()``, where a hook has one) every hook this table built: command and
+        prompt hooks and instantiated classes, never an object a reference names as it is
+        (it may serve elsewhere)."""
+        close_hooks(self._built)
 
     @overload
     def __getitem__(self, index: int) -> object: ...

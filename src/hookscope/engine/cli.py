@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -178,7 +177,8 @@ def _check_one(path: Path, args: argparse.Namespace) -> None:
     from hookscope.engine.config import load
     from hookscope.engine.transcript import TranscriptWriter
 
-    table = load(path, tool_aliases=_aliases(args), failure=args.failure)
+    # References are resolved, never called: checking a file must not run its code.
+    table = load(path, tool_aliases=_aliases(args), failure=args.failure, call_references=False)
     rows = [("EVENT", "MATCHER", "TYPE", "TIMEOUT", "ON FAILURE", "NAME")]
     count = 0
     for entry in table.entries:
@@ -218,7 +218,10 @@ def _check_one(path: Path, args: argparse.Namespace) -> None:
 
 
 def _input(given: str | None) -> Any:
-    """``--input``: JSON inline, ``@file`` or ``-`` (stdin), of any size."""
+    """``--input``: JSON inline, ``@file`` or ``-`` (stdin), of any size up to the reader's
+    bound (16 MiB), read by the one reader of untrusted input."""
+    from hookscope._reader import InputError, read_json
+
     if given is None:
         return None
     text, source = given, "--input"
@@ -231,11 +234,9 @@ def _input(given: str | None) -> Any:
             raise _CliError(f"cannot read --input {given}: {error}") from None
         source = f"--input {given}"
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _CliError(f"{source} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise _CliError(f"{source} is nested too deeply") from None
+        return read_json(text, source)
+    except InputError as error:
+        raise _CliError(f"{source} is not valid JSON: {error.detail}") from None
 
 
 def _run(args: argparse.Namespace) -> int:

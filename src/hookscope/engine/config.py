@@ -14,15 +14,15 @@ entry and the fix, in one :class:`ConfigError`; nothing is built from a file tha
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from hookscope._reader import MAX_BYTES, InputError, read_json, read_toml
+from hookscope._registry import close_hooks
 from hookscope.engine._claude_config import (
     ClaudeLoad,
     Idle,
@@ -30,7 +30,7 @@ from hookscope.engine._claude_config import (
     load_claude,
     transcript_writer,
 )
-from hookscope.engine._reference import build_python_hook
+from hookscope.engine._reference import PythonReference, build_python_hook
 from hookscope.engine._table import ConfigError, HookEntry, HookTable, Problems
 from hookscope.engine.claude import ClaudeNames, parse_aliases
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
@@ -40,11 +40,6 @@ from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["ConfigError", "HookEntry", "HookTable", "Idle", "load"]
 
@@ -59,23 +54,11 @@ _MATCHER_KEYS: Final = frozenset({"tools", "paths", "tiers"})
 _FAILURE_MODES: Final = ("hookscope", "claude")
 
 
-def _read(path: Path) -> tuple[Any, str]:
-    """The decoded file and the prefix under which its hooks live (for entry names)."""
+def _read(path: Path, content: bytes | None = None) -> tuple[Any, str]:
+    """The decoded file (``content``, when the caller read it already) and the prefix under
+    which its hooks live (for entry names), by the one reader of untrusted input."""
     label = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(label, ["file not found; check the path"]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text), ""
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                label, [f"line {error.lineno}: invalid JSON ({error.msg}); fix the syntax"]
-            ) from None
-    if path.suffix != ".toml":
+    if path.suffix not in (".json", ".toml"):
         raise ConfigError(
             label,
             [
@@ -83,10 +66,16 @@ def _read(path: Path) -> tuple[Any, str]:
                 "settings .json file"
             ],
         )
+    if content is None:
+        content = read_config_bytes(path)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(label, [f"invalid TOML ({error}); fix the syntax"]) from None
+        if path.suffix == ".json":
+            return read_json(content, label), ""
+        data = read_toml(content, label)
+    except InputError as error:
+        where = "" if error.line is None else f"line {error.line}: "
+        fix = "; fix the syntax" if error.problem.startswith("invalid") else ""
+        raise ConfigError(label, [f"{where}{error.problem}{fix}"]) from None
     if path.name == "pyproject.toml":
         section = data.get("tool", {}).get("hookscope")
         if section is None:
@@ -96,6 +85,25 @@ def _read(path: Path) -> tuple[Any, str]:
             )
         return section, "tool.hookscope."
     return data, ""
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """A configuration file's bytes, at most :data:`~hookscope._reader.MAX_BYTES` of them.
+
+    Raises:
+        ConfigError: the file is missing, unreadable or too large.
+    """
+    label = str(path)
+    try:
+        with path.open("rb") as file:
+            content = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(label, ["file not found; check the path"]) from None
+    except OSError as error:
+        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
+    if len(content) > MAX_BYTES:
+        raise ConfigError(label, [f"is larger than {MAX_BYTES} bytes; hookscope reads no more"])
+    return content
 
 
 def _project_dir(path: Path | None) -> Path:
@@ -123,6 +131,8 @@ def load(
     failure: str = "hookscope",
     transcript: bool = True,
     project_dir: str | os.PathLike[str] | None = None,
+    call_references: bool = True,
+    content: bytes | None = None,
 ) -> HookTable:
     """Load and validate a hook configuration.
 
@@ -141,6 +151,12 @@ def load(
             with ``False`` the field names an empty file.
         project_dir: The project the hooks serve (``cwd``, ``CLAUDE_PROJECT_DIR``); by default
             the config file's (the directory above ``.claude/``), else the current directory.
+        call_references: ``False`` resolves Python references (imports the module, finds
+            the name, binds the options to its signature) without calling them: the table
+            holds :class:`~hookscope.engine._reference.PythonReference` placeholders where
+            the hooks would be (``hookscope hooks check``).
+        content: The file's bytes, when the caller read them already (``watch()`` reads a
+            file once per check); ``source`` is then only its name.
 
     Returns:
         The hooks, in file order.
@@ -150,7 +166,7 @@ def load(
     """
     path = None if isinstance(source, Mapping) else Path(source)
     label = "<mapping>" if path is None else str(path)
-    data, prefix = (source, "") if path is None else _read(path)
+    data, prefix = (source, "") if path is None else _read(path, content)
     problems = Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
@@ -175,11 +191,12 @@ def load(
     if failure not in _FAILURE_MODES:
         problems.add(f"{prefix}failure", f'must be "hookscope" or "claude", got {failure!r}')
     root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
-    context = _Context(root, {}, problems, fail_open=failure == "claude")
+    context = _Context(root, {}, problems, failure == "claude", call_references)
     _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
+        close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes
         raise ConfigError(label, problems.found)
-    return HookTable(entries, None if path is None else label)
+    return HookTable(entries, None if path is None else label, built=context.built)
 
 
 def _load_claude_file(
@@ -200,7 +217,7 @@ def _load_claude_file(
     if data.get("disableAllHooks") is True:
         return HookTable((), None if path is None else label)
     root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
-    context = _Context(root, dict(names.names), problems, fail_open=failure == "claude")
+    context = _Context(root, dict(names.names), problems, failure == "claude")
 
     def build(
         event: HookEvent, item: Mapping[str, Any], where: str, extra: dict[str, Any]
@@ -224,11 +241,14 @@ def _load_claude_file(
     )
     load_claude(data["hooks"], load)
     if problems.found:
+        close_hooks(context.built)
         raise ConfigError(label, problems.found)
     entries = [HookEntry(event, hook, entry) for event, hook, entry in load.hooks]
     if entries and transcript:
         entries.insert(0, HookEntry("pre_turn", transcript_writer(load), "transcript"))
-    return HookTable(entries, None if path is None else label, load.idle, load.notes)
+    return HookTable(
+        entries, None if path is None else label, load.idle, load.notes, built=context.built
+    )
 
 
 @dataclass
@@ -237,6 +257,9 @@ class _Context:
     tool_names: dict[str, str]  # agent tool name → Claude Code's
     problems: Problems
     fail_open: bool = False  # failure="claude": a hook's failure lets the event through
+    call_references: bool = True
+    #: Hooks this load constructed (closed again when the file turns out invalid).
+    built: list[object] = field(default_factory=list)
 
 
 def _load_hookscope(
@@ -294,8 +317,17 @@ def _handler(
         hook = _prompt(event, item, where, context, options)
     else:
         hook = build_python_hook(
-            event, item, where, context.problems.add, context.project_dir, options
+            event,
+            item,
+            where,
+            context.problems.add,
+            context.project_dir,
+            options,
+            context.built,
+            call=context.call_references,
         )
+    if hook is not None and kind != "python":
+        context.built.append(hook)
     if hook is not None and item_matcher:
         _check_registration(hook, where, context)
     return hook
@@ -417,7 +449,7 @@ def _http(
     if len(problems.found) > before:
         return None
     try:
-        return HttpHook(
+        hook = HttpHook(
             event,
             url=url if isinstance(url, str) else "",
             headers=headers,
@@ -426,6 +458,8 @@ def _http(
             **options,
             **extra,
         )
+        context.built.append(hook)
+        return hook
     except ValueError as error:
         problems.add(where, str(error))
         return None
@@ -469,6 +503,8 @@ def _prompt(
 
 def _check_registration(hook: object, where: str, context: _Context) -> None:
     """Let the runner's own validation speak now, not when the table is applied."""
+    if isinstance(hook, PythonReference):  # not called, so nothing to register yet
+        return
     try:
         HookRunner([hook])
     except (TypeError, ValueError) as error:

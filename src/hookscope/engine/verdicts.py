@@ -9,11 +9,11 @@ one; :func:`event_result` turns it into what the event's hooks return, and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from hookscope._reader import InputError, read_json
 from hookscope.context import HookContext, SessionContext, TurnContext
 from hookscope.hooks import HookEvent
 from hookscope.runner import HookFailure
@@ -99,11 +99,9 @@ def parse_verdict(stdout: str, plain_is_context: bool = False) -> Verdict:
     if not text.startswith("{"):
         return Verdict(context=text) if plain_is_context and text else NO_OPINION
     try:
-        answer = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise HookFailure(f"printed malformed JSON ({error.msg} at char {error.pos})") from None
-    except RecursionError:
-        raise HookFailure("printed JSON nested too deeply") from None
+        answer = read_json(text, "stdout")
+    except InputError as error:
+        raise HookFailure(f"printed malformed JSON ({error.problem})") from None
     if not isinstance(answer, dict):
         raise HookFailure("printed JSON that is not one object")
     return verdict_from(answer)
