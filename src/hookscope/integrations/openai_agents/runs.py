@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, final
 
-from agents import Agent, InputGuardrailTripwireTriggered, RunConfig, RunResult
+from agents import Agent, InputGuardrailTripwireTriggered, RunConfig
 from agents.run_config import CallModelData, ModelInputData
 
 from hookscope.integrations._kit import SessionBinder, SubagentRun, ToolOp, Turn
@@ -30,7 +30,7 @@ from hookscope.integrations.openai_agents.values import (
     llm_request,
     llm_response,
     prompt_text,
-    turn_tripwire,
+    turn_blocker,
 )
 from hookscope.types import ChatResponse, Usage
 
@@ -244,22 +244,26 @@ async def _in_turn(
     prompt: Any,
     sdk_session: Any,
     conversation_id: str | None,
-    body: Callable[[], Any],
+    body: Callable[[Agent[Any]], Any],
 ) -> Any:
-    """Run ``body()`` (the SDK's run) as a turn, or as a subagent run inside the current one."""
+    """Run ``body(agent)`` (the SDK's run) as a turn, or as a subagent run inside the current
+    one."""
     parent = _RUN.get()
     if parent is not None and not parent.turn.ended:
-        return await _as_subagent(parent, binding, agent, body)
+        return await _as_subagent(parent, binding, agent, lambda: body(agent))
     session, owned = await binding.session_for(sdk_session, agent, conversation_id)
     error: BaseException | None = None
     try:
         turn = await session.start_turn(prompt)
         if not turn.allowed:
-            raise turn_tripwire(turn.verdict.message)
+            # The SDK ends the run its own way: a blocking input guardrail trips before the
+            # first model call (InputGuardrailTripwireTriggered, in run and run_streamed alike).
+            blocker = turn_blocker(turn.verdict.message)
+            return await body(agent.clone(input_guardrails=[blocker]))
         run = Run(binding, turn, agent)
         token = _RUN.set(run)
         try:
-            result = await body()
+            result = await body(agent)
         except BaseException as failure:
             run.finish(failure)
             await turn.end(failure)
@@ -327,7 +331,7 @@ async def run_seam(
         _prompt(args, kwargs),
         kwargs.get("session"),
         kwargs.get("conversation_id"),
-        lambda: wrapped(agent, *rest, **kwargs),
+        lambda chosen: wrapped(chosen, *rest, **kwargs),
     )
 
 
@@ -359,11 +363,12 @@ async def streaming_loop_seam(
         prompt_text(kwargs.get("starting_input")),
         kwargs.get("session"),
         kwargs.get("conversation_id"),
-        lambda: _streamed_body(wrapped, args, kwargs),
+        lambda chosen: _streamed_body(wrapped, chosen, args, kwargs),
     )
 
 
-async def _streamed_body(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    await wrapped(*args, **kwargs)
-    result = kwargs.get("streamed_result")
-    return result if result is not None else RunResult
+async def _streamed_body(
+    wrapped: Any, agent: Agent[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    await wrapped(*args, **{**kwargs, "starting_agent": agent})
+    return kwargs.get("streamed_result")

@@ -96,7 +96,7 @@ async def _decide(run: Run, context: ToolContext[Any], binding: Binding) -> Tool
 
 def _approved(context: ToolContext[Any]) -> bool:
     try:
-        return context.get_approval_status(context.tool_name, context.tool_call_id) is True
+        return context.is_tool_approved(context.tool_name, context.tool_call_id) is True
     except Exception:  # an SDK without approvals for this call: not approved
         return False
 

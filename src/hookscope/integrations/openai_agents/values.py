@@ -12,8 +12,6 @@ from typing import Any, Final
 from agents import (
     GuardrailFunctionOutput,
     InputGuardrail,
-    InputGuardrailResult,
-    InputGuardrailTripwireTriggered,
     ModelResponse,
     ToolGuardrailFunctionOutput,
 )
@@ -34,7 +32,7 @@ __all__ = [
     "llm_response",
     "prompt_text",
     "tool_guardrail_output",
-    "turn_tripwire",
+    "turn_blocker",
 ]
 
 #: ``gen_ai.provider.name`` of every model call: the SDK speaks OpenAI's APIs.
@@ -114,16 +112,21 @@ def llm_request(model: str, data: ModelInputData, tools: Sequence[str]) -> LlmRe
 
 
 def input_data(request: LlmRequest, original: ModelInputData) -> ModelInputData:
-    """The SDK's model input for a request a hook modified (its system message → instructions)."""
+    """The SDK's model input for a request a hook modified.
+
+    The agent's instructions stay instructions while their message is still in the request
+    (a hook that removes it removes them); every other message is an input item, in order.
+    """
     instructions = original.instructions
+    marker = {"role": "system", "content": instructions} if instructions else None
+    kept = False
     items: list[Any] = []
     for message in request.messages:
-        if message.get("role") == "system" and set(message) <= {"role", "content"}:
-            content = message.get("content")
-            instructions = content if isinstance(content, str) else instructions
-        else:
-            items.append(dict(message))
-    return ModelInputData(input=items, instructions=instructions)
+        if not kept and marker is not None and dict(message) == marker:
+            kept = True
+            continue
+        items.append(dict(message))
+    return ModelInputData(input=items, instructions=instructions if kept else None)
 
 
 def llm_response(model: str, response: ModelResponse) -> LlmResponse:
@@ -172,23 +175,15 @@ def tool_guardrail_output(verdict: ToolVerdict) -> ToolGuardrailFunctionOutput:
     )
 
 
-def _blocked_turn(_context: Any, _agent: Any, _input: Any) -> GuardrailFunctionOutput:
-    # Never called: the guardrail only names the block in the SDK's own exception.
-    return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+def turn_blocker(message: str) -> InputGuardrail[Any]:
+    """A blocking input guardrail that trips with ``message``: how a turn a ``pre_turn`` hook
+    blocked ends the SDK's own way (``InputGuardrailTripwireTriggered``, whose
+    ``guardrail_result.output.output_info`` is the message), before any model call."""
+    text = message or "a pre_turn hook blocked the turn"
 
+    def hookscope_pre_turn(_context: Any, _agent: Any, _input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=text, tripwire_triggered=True)
 
-_TURN_GUARDRAIL: Final[InputGuardrail[Any]] = InputGuardrail(
-    guardrail_function=_blocked_turn, name="hookscope_pre_turn"
-)
-
-
-def turn_tripwire(message: str) -> InputGuardrailTripwireTriggered:
-    """The SDK's own exception for a turn a ``pre_turn`` hook blocked (as an input guardrail's
-    tripwire would end it); ``guardrail_result.output.output_info`` holds the message."""
-    message = message or "a pre_turn hook blocked the turn"
-    return InputGuardrailTripwireTriggered(
-        InputGuardrailResult(
-            guardrail=_TURN_GUARDRAIL,
-            output=GuardrailFunctionOutput(output_info=message, tripwire_triggered=True),
-        )
+    return InputGuardrail(
+        guardrail_function=hookscope_pre_turn, name="hookscope_pre_turn", run_in_parallel=False
     )
