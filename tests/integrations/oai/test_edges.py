@@ -112,14 +112,16 @@ async def test_three_concurrent_sessions_stay_apart(rec: Recording, attempt: int
         answers = await asyncio.gather(*(converse(n) for n in range(3)))
     assert answers == [[f"s{n}t0={n}", f"s{n}t1={n + 1}"] for n in range(3)]
     trees = rec.span_tree(exclude=())
-    assert len(trees) == 3
-    for tree in trees:
+    assert sorted(tree["attributes"]["session.id"] for tree in trees) == [
+        f"concurrent-{attempt}-{n}" for n in range(3)
+    ]
+    for tree in trees:  # each session's spans, and only its own, under its root
         session_id = tree["attributes"]["session.id"]
-        n = int(session_id.rsplit("-", 1)[1])
         turns = tree["children"]
         assert [t["name"] for t in turns] == ["invoke_agent assistant"] * 2
-        for t, turn in enumerate(turns):
+        for turn in turns:
             assert turn["attributes"]["session.id"] == session_id
+            assert turn["attributes"]["hookscope.turn.outcome"] == "completed"
             assert [c["name"] for c in turn["children"]] == [
                 "chat scripted-model",
                 "execute_tool add",
