@@ -248,16 +248,35 @@ async def test_pre_llm_request_modifies_and_blocks_model_calls(rec: Recording) -
 async def test_the_applications_session_id_is_kept(rec: Recording) -> None:
     with ScriptedModelServer(MODEL_SCRIPT) as server:
         governed = govern(agent(server.base_url), HookRunner([rec.hook]))
+        conversation = SQLiteSession("sdk-conversation")
         token = otel_context.attach(baggage.set_baggage("session.id", "app-session-7"))
         try:
-            await Runner.run(governed, "Say hi", session=SQLiteSession("sdk-conversation"))
+            await Runner.run(governed, "Say hi", session=conversation)
         finally:
             otel_context.detach(token)
-    (session,) = [s for s in rec.spans if s.name == "session assistant"] or [None]
-    assert session is None  # still open: the SDK session was not ended
-    (turn,) = [s for s in rec.spans if s.name == "invoke_agent assistant"]
-    assert turn.attributes["session.id"] == "app-session-7"
-    assert turn.attributes["gen_ai.conversation.id"] == "sdk-conversation"
+        await Runner.run(governed, "Say bye", session=conversation)  # the app's id is kept
+        assert await end_session(conversation)
+        assert not await end_session(conversation)  # ended once
+    assert [
+        (s.name, s.attributes["session.id"], s.attributes["gen_ai.conversation.id"])
+        for s in rec.spans
+        if s.name != "chat scripted-model"
+    ] == [
+        ("invoke_agent assistant", "app-session-7", "sdk-conversation"),
+        ("invoke_agent assistant", "app-session-7", "sdk-conversation"),
+        ("session assistant", "app-session-7", "sdk-conversation"),
+    ]
+
+
+async def test_a_session_the_application_lets_go_of_ends(rec: Recording) -> None:
+    with ScriptedModelServer(MODEL_SCRIPT) as server:
+        governed = govern(agent(server.base_url), HookRunner([rec.hook]))
+        await Runner.run(governed, "Say hi", session=SQLiteSession("dropped"))
+        deadline = asyncio.get_running_loop().time() + 10
+        while not any(s.name == "session assistant" for s in rec.spans):
+            assert asyncio.get_running_loop().time() < deadline, "the session never ended"
+            await asyncio.sleep(0.01)
+    assert lines(rec)[0] == "session assistant session=completed"
 
 
 class UserHooks(AgentHooks[Any]):

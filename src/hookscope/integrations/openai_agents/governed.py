@@ -10,7 +10,11 @@ handoff targets are governed the same way, recursively.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import dataclasses
+import logging
+import weakref
 from typing import Any, Final, Literal, final
 
 from agents import Agent, Handoff, ToolInputGuardrail
@@ -36,6 +40,8 @@ __all__ = [
     "govern",
 ]
 
+logger = logging.getLogger("hookscope.integrations")
+
 AskMode = Literal["hookscope", "native"]
 _ASK_MODES: Final = ("hookscope", "native")
 #: The SDK's distribution name, in log lines and failure denials.
@@ -57,6 +63,8 @@ class Binding:
     __slots__ = (
         "__weakref__",
         "_clones",
+        "_ending",
+        "_live",
         "_sessions",
         "agent_name",
         "ask",
@@ -74,8 +82,10 @@ class Binding:
         self.guardrail: ToolInputGuardrail[Any] = tool_guardrail(self)
         # The user's agent (by identity: Agents are unhashable dataclasses) → its clone.
         self._clones: SessionBinder[Agent[Any], Agent[Any]] = SessionBinder()
-        # An SDK Session object → its hookscope session.
+        # An SDK Session object → its hookscope session; the open ones held until they end.
         self._sessions: SessionBinder[Any, Session] = SessionBinder()
+        self._live: set[Session] = set()
+        self._ending: set[asyncio.Task[None]] = set()
 
     @property
     def runner(self) -> HookRunner:
@@ -130,19 +140,46 @@ class Binding:
         if sdk_session is None:
             return session, True
         self._sessions.bind(sdk_session, session)
+        self._live.add(session)
+        weakref.finalize(sdk_session, self._dropped, session)
         return session, False
+
+    def _dropped(self, session: Session) -> None:
+        # The application let go of its SDK Session: that conversation is over. Ended on the
+        # running loop; with none (interpreter exit), by end_sessions_at_exit.
+        if session.ended:
+            self._live.discard(session)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._end(session))
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
+    async def _end(self, session: Session, error: BaseException | None = None) -> None:
+        self._live.discard(session)
+        await session.end(error)
 
     async def end_session(self, sdk_session: Any, error: BaseException | None = None) -> bool:
         """End the hookscope session of ``sdk_session``; ``False`` when none is open."""
         known = self._sessions.pop(sdk_session)
         if known is None or known.ended:
             return False
-        await known.end(error)
+        await self._end(known, error)
         return True
+
+    @property
+    def open_sessions(self) -> tuple[Session, ...]:
+        """The sessions of SDK Session objects that have not ended yet."""
+        return tuple(s for s in self._live if not s.ended)
 
     async def end_all(self) -> None:
         """End every session still open."""
         self._sessions = SessionBinder()
+        for session in self.open_sessions:
+            await self._end(session)
         await self.governor.close_all()
 
 
@@ -182,6 +219,30 @@ def govern(
     binding = Binding(governor, agent_name, ask)
     ensure_run_seams(GOVERN_OWNER)
     return binding.agent(agent)
+
+
+def end_sessions_at_exit() -> None:
+    """At interpreter exit: end the sessions still open, so their spans are exported.
+
+    The SDK never says a conversation is over, and an app (notably a zero-code one) may never
+    call :func:`end_session`; without this the session spans, the traces' roots, would be lost.
+    Runs before OpenTelemetry's own exit handler flushes the providers.
+    """
+    open_bindings = [b for b in tuple(BINDINGS) if b.open_sessions or b.governor.sessions]
+    if not open_bindings:
+        return
+
+    async def end_all() -> None:
+        for binding in open_bindings:
+            await binding.end_all()
+
+    try:
+        asyncio.run(end_all())
+    except Exception:  # at exit nothing may raise; the spans are what is lost
+        logger.warning("hookscope could not end the open openai-agents sessions", exc_info=True)
+
+
+atexit.register(end_sessions_at_exit)
 
 
 async def end_session(sdk_session: Any, error: BaseException | None = None) -> bool:
