@@ -163,7 +163,7 @@ class Run:
         """``pre_llm_request`` for the model call the SDK is about to make."""
         original = data.model_data
         agent = data.agent
-        tools = [t.name for t in getattr(agent, "tools", ()) or () if hasattr(t, "name")]
+        tools = tuple(t.name for t in getattr(agent, "tools", ()) or () if hasattr(t, "name"))
         request = llm_request(agent_model_name(agent), original, tools)
         lane = self.lane
         runner = self.turn.runner
@@ -207,10 +207,10 @@ def _with_filter(binding: Binding, config: Any) -> RunConfig:
 def _model_input_filter(user: Callable[..., Any] | None) -> Callable[..., Any]:
     async def hookscope_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
         run = _RUN.get()
+        if user is None:
+            return data.model_data if run is None else await run.model_request(data)
         if run is not None:
             data = dataclasses.replace(data, model_data=await run.model_request(data))
-        if user is None:
-            return data.model_data
         result = user(data)
         return await result if hasattr(result, "__await__") else result  # type: ignore[no-any-return]
 

@@ -104,10 +104,12 @@ def prompt_text(value: Any) -> Any:
 
 def llm_request(model: str, data: ModelInputData, tools: Sequence[str]) -> LlmRequest:
     """A model call's request as ``pre_llm_request`` hooks see it (the instructions first)."""
-    messages: list[Mapping[str, Any]] = []
+    # Input items are dicts (or the SDK's pydantic items, which hooks see as they are); a
+    # plain type check, not an ABC one: this runs for every item of every model call.
+    items = [item for item in data.input if isinstance(item, dict)]
     if data.instructions:
-        messages.append({"role": "system", "content": data.instructions})
-    messages.extend(item for item in data.input if isinstance(item, Mapping))
+        items.insert(0, {"role": "system", "content": data.instructions})
+    messages: Sequence[Mapping[str, Any]] = items
     return LlmRequest(model=model, messages=messages, tools=tuple(tools), provider=PROVIDER)
 
 
