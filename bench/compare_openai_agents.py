@@ -12,9 +12,9 @@ the cost per tool call, measured in one run.
    three variants: plain (no instrumentation, SDK tracing off), hookscope (a 10-rule policy +
    ``OTelHook``; SDK tracing off: hookscope does not need it), OpenInference (its
    instrumentor; SDK tracing on: it needs it). Both export to the same in-memory pipeline.
-   Overhead per tool call = (variant's turn CPU time − the same round's plain turn CPU time)
+   Overhead per tool call = (variant's turn CPU time - the same round's plain turn CPU time)
    / ``CALLS``, median over rounds; the ratio hookscope/OpenInference is the verdict
-   (target ≤ 1.0×).
+   (target ≤ 1.0x).
 
 Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N]`` (about 30 s).
 """
