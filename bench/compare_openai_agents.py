@@ -139,7 +139,7 @@ def tree_lines(spans: Sequence[ReadableSpan]) -> list[str]:
         for span in sorted(children.get(parent, []), key=lambda s: s.start_time or 0):
             attributes = span.attributes or {}
             shown = " ".join(
-                f"{k.split('.')[-1]}={attributes[k]}" for k in SHOWN if k in attributes
+                f"{'.'.join(k.split('.')[-2:])}={attributes[k]}" for k in SHOWN if k in attributes
             )
             out.append(f"{'  ' * depth}{span.name}  {shown}".rstrip())
             walk(span.context.span_id if span.context is not None else None, depth + 1)
