@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/compare_antigravity_otel.py
 	$(PY) bench/compare_openai_agents.py
+	$(PY) bench/compare_claude_openinference.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

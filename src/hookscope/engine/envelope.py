@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from hookscope._reader import InputError, read_json
 from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
 from hookscope.runner import HookFailure
@@ -155,8 +156,14 @@ def build_envelope(
 
 
 def encode_envelope(envelope: Mapping[str, Any]) -> bytes:
-    """The envelope as UTF-8 JSON bytes (one line)."""
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode()
+    """The envelope as UTF-8 JSON bytes (one line).
+
+    Any string survives: a lone surrogate (``"\\ud800"``, which ``json.loads`` of model
+    output produces) can only stand inside a JSON string, where ``backslashreplace`` writes it
+    as the JSON escape ``\\ud800`` — escaped, never dropped, and still valid JSON.
+    """
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 # --- verdicts ---------------------------------------------------------------------------
@@ -214,9 +221,9 @@ def parse_verdict(stdout: str) -> Verdict:
     if not text.startswith("{"):
         return NO_OPINION
     try:
-        answer = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise HookFailure(f"printed malformed JSON ({error.msg} at char {error.pos})") from None
+        answer = read_json(text, "stdout")
+    except InputError as error:
+        raise HookFailure(f"printed malformed JSON ({error.problem})") from None
     if not isinstance(answer, dict):
         raise HookFailure("printed JSON that is not one object")
     return verdict_from(answer)

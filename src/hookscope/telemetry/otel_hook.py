@@ -43,6 +43,8 @@ from hookscope.context import (
     TurnContext,
 )
 from hookscope.hooks import HookEvent
+from hookscope.redaction import DEFAULT as DEFAULT_REDACTOR
+from hookscope.redaction import Redactor
 from hookscope.runner import DispatchObserver
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
@@ -58,8 +60,6 @@ from hookscope.telemetry._scopes import (
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
-from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
-from hookscope.telemetry.redaction import Redactor
 
 __all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
 
@@ -416,10 +416,9 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             agent = record.metric_agent
         else:
             agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
-        hook = instruments.hook_name(hook_name)
         # No exemplar: a hook has no span of its own, and with several hooks per event the
         # exemplar reservoir would cost more than the rest of the measurement.
-        instruments.hook_duration.record(duration_s, (agent, hook, event), None)
+        instruments.hook_ran(agent, hook_name, event, duration_s)
         if error is None:
             if event == "pre_tool_call" and isinstance(record, OperationRecord):
                 decision = getattr(result, "decision", None)
@@ -427,6 +426,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     record.policy_hook = hook_name
             return
         kind = error_type(error)
+        hook = instruments.hook_name(hook_name)
         instruments.hook_failures.add((agent, hook, event, instruments.error_type(kind)))
         if record is not None and record.recording:
             record.span.add_event(
