@@ -69,7 +69,7 @@ def tool_guardrail(binding: Binding) -> ToolInputGuardrail[Any]:
         if run is None:
             return ToolGuardrailFunctionOutput.reject_content(_NO_RUN, output_info=None)
         verdict = await binding.governor.guard.decide(
-            _decide(run, context, binding), _denial(call_from_tool_context(context)), "guardrail"
+            _decide(run, context, binding), _lazy_denial(context), "guardrail"
         )
         return tool_guardrail_output(verdict)
 
@@ -126,6 +126,11 @@ def _native_approval(tool: FunctionTool, binding: Binding) -> Any:
 
 def _denial(call: ToolCall) -> Any:
     return lambda message: ToolVerdict(False, call, message)
+
+
+def _lazy_denial(context: ToolContext[Any]) -> Any:
+    # Built only when the adapter failed: the arguments are not parsed twice on every call.
+    return lambda message: ToolVerdict(False, call_from_tool_context(context), message)
 
 
 class GovernedInvoker(wrapt.ObjectProxy):  # type: ignore[type-arg]
