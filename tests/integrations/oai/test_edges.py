@@ -316,3 +316,77 @@ async def test_tracing_is_left_alone(rec: Recording) -> None:
         governed = govern(agent(server.base_url), HookRunner([rec.hook]))
         await Runner.run(governed, "Say hi")
     assert provider._disabled is before  # type: ignore[attr-defined]
+
+
+class Lockdown(Hook):
+    """Blocks every turn once locked (a resumed run included)."""
+
+    def __init__(self) -> None:
+        self.locked = False
+
+    def pre_turn(self, context: Any, prompt: Any) -> HookResult | None:
+        return HookResult.deny("locked down") if self.locked else None
+
+
+async def test_a_blocked_resumed_run_does_not_run_the_approved_call(rec: Recording) -> None:
+    with ScriptedModelServer(NATIVE_SCRIPT) as server:
+        lockdown = Lockdown()
+        governed = govern(
+            agent(server.base_url, tools=[transfer]),
+            HookRunner([rec.hook, lockdown, confirm_transfers]),
+            ask="native",
+        )
+        asked = await Runner.run(governed, "Send a small transfer")
+        state = asked.to_state()
+        state.approve(asked.interruptions[0])
+        lockdown.locked = True  # the SDK runs no input guardrail on a resumed run
+        with pytest.raises(InputGuardrailTripwireTriggered) as blocked:
+            await Runner.run(governed, state)
+        streamed = Runner.run_streamed(governed, asked.to_state())
+        with pytest.raises(InputGuardrailTripwireTriggered):
+            async for _ in streamed.stream_events():
+                pass
+    assert blocked.value.guardrail_result.output.output_info == "locked down"
+    assert RAN == []
+    assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {
+        ("completed",): 1,
+        ("blocked",): 2,
+    }
+
+
+PARALLEL_SCRIPT = {
+    "Add twice": [
+        {
+            "tool_calls": [
+                {"name": "add", "arguments": {"a": 1, "b": 2}},
+                {"name": "add", "arguments": {"a": 3, "b": 4}},
+            ]
+        },
+        {"text": "{tool_result}"},
+    ],
+    "Fail please": [{"status": 500, "error": "the model is down"}],
+}
+
+
+async def test_parallel_calls_are_siblings_and_a_failing_model_fails_the_turn(
+    rec: Recording,
+) -> None:
+    with ScriptedModelServer(PARALLEL_SCRIPT) as server:
+        governed = govern(agent(server.base_url, tools=[add]), HookRunner([rec.hook]))
+        result = await Runner.run(governed, "Add twice")
+        with pytest.raises(Exception, match="the model is down") as failed:
+            await Runner.run(governed, "Fail please")
+    assert result.final_output == "7"
+    assert sorted(RAN) == ["add 1 2", "add 3 4"]
+    error = type(failed.value).__name__
+    assert lines(rec) == [
+        "session assistant session=completed",
+        "  invoke_agent assistant turn=completed in=200 out=20",
+        "    chat scripted-model in=100 out=10",
+        "    execute_tool add tool=succeeded decision=allow",
+        "    execute_tool add tool=succeeded decision=allow",
+        "    chat scripted-model in=100 out=10",
+        f"session assistant ERROR session=failed error={error}",
+        f"  invoke_agent assistant ERROR turn=failed error={error}",
+        f"    chat scripted-model ERROR error={error}",
+    ]

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, final
 
-from agents import Agent, InputGuardrailTripwireTriggered, RunConfig
+from agents import Agent, InputGuardrailTripwireTriggered, RunConfig, RunState
 from agents.run_config import CallModelData, ModelInputData
+from agents.run_internal.run_steps import QueueCompleteSentinel
 
 from hookscope.integrations._kit import SessionBinder, SubagentRun, ToolOp, Turn
 from hookscope.integrations.openai_agents.values import (
@@ -30,6 +31,7 @@ from hookscope.integrations.openai_agents.values import (
     llm_request,
     llm_response,
     prompt_text,
+    tripwire,
     turn_blocker,
 )
 from hookscope.types import ChatResponse, Usage
@@ -245,9 +247,11 @@ async def _in_turn(
     sdk_session: Any,
     conversation_id: str | None,
     body: Callable[[Agent[Any]], Any],
+    resumed: Callable[[BaseException], None] | None = None,
 ) -> Any:
     """Run ``body(agent)`` (the SDK's run) as a turn, or as a subagent run inside the current
-    one."""
+    one. ``resumed``: the run resumes a ``RunState``; called with the exception that ends a
+    blocked one (a streamed run's stream must be told)."""
     parent = _RUN.get()
     if parent is not None and not parent.turn.ended:
         return await _as_subagent(parent, binding, agent, lambda: body(agent))
@@ -256,10 +260,15 @@ async def _in_turn(
     try:
         turn = await session.start_turn(prompt)
         if not turn.allowed:
-            # The SDK ends the run its own way: a blocking input guardrail trips before the
-            # first model call (InputGuardrailTripwireTriggered, in run and run_streamed alike).
             blocker = turn_blocker(turn.verdict.message)
-            return await body(agent.clone(input_guardrails=[blocker]))
+            if resumed is None:
+                # The SDK ends the run its own way: a blocking input guardrail trips before
+                # the first model call (InputGuardrailTripwireTriggered, run and streamed).
+                return await body(agent.clone(input_guardrails=[blocker]))
+            # A resumed run (a RunState) runs no input guardrails: it is not started at all.
+            tripped = tripwire(blocker, turn.verdict.message)
+            resumed(tripped)
+            raise tripped
         run = Run(binding, turn, agent)
         token = _RUN.set(run)
         try:
@@ -325,6 +334,7 @@ async def run_seam(
     rest = args[1:]
     kwargs["run_config"] = _with_filter(binding, kwargs.get("run_config"))
     kwargs.pop("starting_agent", None)
+    value = rest[0] if rest else kwargs.get("input")
     return await _in_turn(
         binding,
         agent,
@@ -332,6 +342,7 @@ async def run_seam(
         kwargs.get("session"),
         kwargs.get("conversation_id"),
         lambda chosen: wrapped(chosen, *rest, **kwargs),
+        _nothing if isinstance(value, RunState) else None,
     )
 
 
@@ -357,6 +368,7 @@ async def streaming_loop_seam(
     binding = binding_for(agent)
     if binding is None or agent is None:
         return await wrapped(*args, **kwargs)
+    streamed = kwargs.get("streamed_result")
     return await _in_turn(
         binding,
         agent,
@@ -364,7 +376,20 @@ async def streaming_loop_seam(
         kwargs.get("session"),
         kwargs.get("conversation_id"),
         lambda chosen: _streamed_body(wrapped, chosen, args, kwargs),
+        (lambda error: _end_stream(streamed)) if kwargs.get("is_resumed_state") else None,
     )
+
+
+def _nothing(error: BaseException) -> None:
+    return None
+
+
+def _end_stream(streamed: Any) -> None:
+    # What the SDK's streaming loop does when a run ends with an AgentsException: the stream
+    # completes, and stream_events() raises the task's exception.
+    if streamed is not None:
+        streamed.is_complete = True
+        streamed._event_queue.put_nowait(QueueCompleteSentinel())
 
 
 async def _streamed_body(

@@ -12,6 +12,8 @@ from typing import Any, Final
 from agents import (
     GuardrailFunctionOutput,
     InputGuardrail,
+    InputGuardrailResult,
+    InputGuardrailTripwireTriggered,
     ModelResponse,
     ToolGuardrailFunctionOutput,
 )
@@ -32,6 +34,7 @@ __all__ = [
     "llm_response",
     "prompt_text",
     "tool_guardrail_output",
+    "tripwire",
     "turn_blocker",
 ]
 
@@ -188,4 +191,16 @@ def turn_blocker(message: str) -> InputGuardrail[Any]:
 
     return InputGuardrail(
         guardrail_function=hookscope_pre_turn, name="hookscope_pre_turn", run_in_parallel=False
+    )
+
+
+def tripwire(blocker: InputGuardrail[Any], message: str) -> InputGuardrailTripwireTriggered:
+    """The exception ``blocker`` would raise had the SDK run it (a resumed run runs none)."""
+    return InputGuardrailTripwireTriggered(
+        InputGuardrailResult(
+            guardrail=blocker,
+            output=GuardrailFunctionOutput(
+                output_info=message or "a pre_turn hook blocked the turn", tripwire_triggered=True
+            ),
+        )
     )
