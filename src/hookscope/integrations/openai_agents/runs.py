@@ -253,7 +253,8 @@ async def _in_turn(
     one. ``resumed``: the run resumes a ``RunState``; called with the exception that ends a
     blocked one (a streamed run's stream must be told)."""
     parent = _RUN.get()
-    if parent is not None and not parent.turn.ended:
+    if parent is not None and not parent.turn.ended and parent.binding is binding:
+        # Another runner's agent run inside this one's tool is a session of its own instead.
         return await _as_subagent(parent, binding, agent, lambda: body(agent))
     session, owned = await binding.session_for(sdk_session, agent, conversation_id)
     error: BaseException | None = None
