@@ -247,3 +247,40 @@ async def test_a_handoff_and_an_agent_as_tool_are_invoke_agent_runs(
         ("billing", "completed"): 1,
         ("researcher", "completed"): 1,
     }
+
+
+async def test_an_agent_another_runner_governs_runs_as_a_session_of_its_own(
+    rec: Recording,
+) -> None:
+    with ScriptedModelServer(DELEGATING_SCRIPT) as server:
+        researcher = govern(
+            agent(server.base_url, "researcher", tools=[add, shell]), HookRunner([rec.hook])
+        )
+        triage = govern(
+            agent(
+                server.base_url,
+                "triage",
+                tools=[researcher.as_tool("researcher", "Researches a question.")],
+            ),
+            HookRunner([rec.hook, no_shell]),
+        )
+        result = await Runner.run(triage, "Ask the researcher")
+    # the researcher's own runner governs its calls: no_shell (triage's) does not apply there
+    assert result.final_output == "r=ran"
+    assert RAN == ["add 1 1", "shell rm -rf /"]
+    assert lines(rec) == [
+        "session triage session=completed",
+        "  invoke_agent triage turn=completed in=500 out=50",
+        "    chat scripted-model in=100 out=10",
+        "    execute_tool researcher tool=succeeded decision=allow",
+        "    chat scripted-model in=100 out=10",
+        # a trace of its own (linked to the tool's span); the SDK counts the delegating
+        # run's usage in the nested run's too
+        "session researcher session=completed",
+        "  invoke_agent researcher turn=completed in=400 out=40",
+        "    chat scripted-model in=100 out=10",
+        "    execute_tool add tool=succeeded decision=allow",
+        "    chat scripted-model in=100 out=10",
+        "    execute_tool shell tool=succeeded decision=allow",
+        "    chat scripted-model in=100 out=10",
+    ]
