@@ -274,8 +274,8 @@ async def test_an_agent_another_runner_governs_runs_as_a_session_of_its_own(
         "    chat scripted-model in=100 out=10",
         "    execute_tool researcher tool=succeeded decision=allow",
         "    chat scripted-model in=100 out=10",
-        # a trace of its own (linked to the tool's span); the SDK counts the delegating
-        # run's usage in the nested run's too
+        # a trace of its own (linked to the tool's span); the nested run shares the
+        # delegating run's usage object (the SDK's accounting): 1 + 3 model calls by then
         "session researcher session=completed",
         "  invoke_agent researcher turn=completed in=400 out=40",
         "    chat scripted-model in=100 out=10",
