@@ -390,3 +390,19 @@ async def test_parallel_calls_are_siblings_and_a_failing_model_fails_the_turn(
         f"  invoke_agent assistant ERROR turn=failed error={error}",
         f"    chat scripted-model ERROR error={error}",
     ]
+
+
+async def test_a_copy_of_a_governed_agent_is_governed(rec: Recording) -> None:
+    script = {"Add please": [call("add", a=1, b=2), {"text": "{tool_result}"}]}
+    with ScriptedModelServer(script) as server:
+        governed = govern(agent(server.base_url, tools=[add]), HookRunner([rec.hook]))
+        copy = governed.clone(name="copy")  # as applications do
+        result = await Runner.run(copy, "Add please")
+    assert result.final_output == "3"
+    assert lines(rec) == [
+        "session copy session=completed",
+        "  invoke_agent copy turn=completed in=200 out=20",
+        "    chat scripted-model in=100 out=10",
+        "    execute_tool add tool=succeeded decision=allow",
+        "    chat scripted-model in=100 out=10",
+    ]

@@ -94,14 +94,14 @@ class Binding:
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
         """``agent``'s governed clone (made once); a governed agent itself is returned as is."""
-        if GOVERNED.get(agent) is not None:
-            return agent
+        if GOVERNED.get(agent) is not None or isinstance(agent.hooks, GovernedHooks):
+            return agent  # governed already (or a copy the application made of one)
         known = self._clones.get(agent)
         if known is not None:
             return known
         clone = agent.clone(
             tools=[governed_tool(tool, self) for tool in agent.tools],
-            hooks=GovernedHooks(agent.hooks),
+            hooks=GovernedHooks(agent.hooks, self),
         )
         self._clones.bind(agent, clone)
         GOVERNED.bind(clone, self)

@@ -8,20 +8,28 @@ to. Every other method only passes the call on to the user's hooks, unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentHooks, ModelResponse, RunContextWrapper, Tool, TResponseInputItem
 
 from hookscope.integrations.openai_agents.runs import current_run
 
+if TYPE_CHECKING:
+    from hookscope.integrations.openai_agents.governed import Binding
+
 __all__ = ["GovernedHooks"]
 
 
 class GovernedHooks(AgentHooks[Any]):
-    """hookscope's agent hooks, delegating to the user's (``user``, may be ``None``)."""
+    """hookscope's agent hooks, delegating to the user's (``user``, may be ``None``).
 
-    def __init__(self, user: Any) -> None:
+    ``binding`` is how a copy of a governed agent (``governed.clone(...)``) is still known as
+    governed, and by whom.
+    """
+
+    def __init__(self, user: Any, binding: Binding) -> None:
         self.user = user
+        self.binding = binding
 
     async def on_start(self, context: Any, agent: Any) -> None:
         if self.user is not None:

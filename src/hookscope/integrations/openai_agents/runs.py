@@ -77,6 +77,11 @@ def binding_for(agent: Any) -> Binding | None:
     known = GOVERNED.get(agent) if agent is not None else None
     if known is not None:
         return known
+    from hookscope.integrations.openai_agents.hooks import GovernedHooks  # (an import cycle)
+
+    hooks = getattr(agent, "hooks", None)
+    if isinstance(hooks, GovernedHooks):  # a copy the application made of a governed agent
+        return hooks.binding
     run = _RUN.get()
     if run is not None:
         return run.binding
