@@ -229,6 +229,19 @@ class _PreTurnRule(Rule[HookResult]):
         return HookResult.deny(_failure_message(hook_name, event, error))
 
 
+class _PostTurnRule(Rule[HookResult | None]):
+    """Every hook runs (an inspect event: failures are ignored). A hook that returns
+    ``HookResult.deny(message)`` asks the agent not to stop yet but to go on with ``message``
+    (Claude Code's ``Stop`` block); the first such request is the result. Other values are
+    ignored, as post_turn hooks were only ever expected to return ``None``."""
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if type(value) is HookResult and not value.allow and fold.result is None:
+            fold.result = value
+            return TENTATIVE
+        return GO_ON
+
+
 class _PreToolCallRule(_PreTurnRule):
     """pre_turn's rule plus argument merging, asks, and binding the policy's verdict to the
     arguments it saw."""
@@ -414,6 +427,7 @@ class _PreCompactionRule(Rule[str | None]):
 
 _INSPECT: Final = Rule[None]()
 PRE_TURN: Final = _PreTurnRule()
+POST_TURN: Final = _PostTurnRule()
 PRE_TOOL_CALL: Final = _PreToolCallRule()
 PRE_LLM_REQUEST: Final = _PreLlmRequestRule()
 ON_LLM_RESPONSE: Final = _OnLlmResponseRule()
@@ -426,7 +440,7 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "on_session_start": _INSPECT,
     "on_session_end": _INSPECT,
     "pre_turn": PRE_TURN,
-    "post_turn": _INSPECT,
+    "post_turn": POST_TURN,
     "pre_llm_request": PRE_LLM_REQUEST,
     "on_llm_response": ON_LLM_RESPONSE,
     "pre_tool_call": PRE_TOOL_CALL,

@@ -33,7 +33,15 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from hookscope._version import __version__
-from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
+from hookscope.context import (
+    NEST_SESSION_KEY,
+    NO_RECOVERY_KEY,
+    SUBAGENT_KEY,
+    HookContext,
+    OperationContext,
+    SessionContext,
+    TurnContext,
+)
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver
 from hookscope.telemetry import semconv as sc
@@ -58,10 +66,6 @@ __all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceL
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
-#: A session context holding ``True`` under this key nests under the span current when it starts.
-NEST_SESSION_KEY: Final = "hookscope.nest_session"
-#: A turn context holding ``(agent name, conversation id)`` under this key is a subagent's run.
-SUBAGENT_KEY: Final = "hookscope.subagent"
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
 
@@ -444,4 +448,6 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         key, handler = route
         record = context.get(key)
         if record is not None:
+            if result is not None and event == "on_tool_error" and context.get(NO_RECOVERY_KEY):
+                result = None  # the SDK cannot put a recovery in the error's place
             handler(record, data, result, decided_by)

@@ -1,0 +1,433 @@
+"""pydantic-ai agents governed and traced by hookscope: the real SDK against a scripted model.
+
+Every test runs ``pydantic_ai.Agent`` (pydantic-ai-slim 2.x, OpenAI Chat Completions model) on
+the scripted model server, compares whole span trees and metric totals, and checks what the
+agent and its tools saw. Multi-turn scenarios run three times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from hookscope import Answer, HookResult, HookRunner, Recovery, ToolCall, hooks
+from hookscope.integrations.pydantic_ai import PydanticAIInstrumentor, end_sessions, govern
+from hookscope.integrations.wrap import TurnBlocked
+from hookscope.policy import deny, enforce
+from hookscope.testing import Recording, recording
+from tests.support.model_server import ScriptedModelServer
+
+from .sdk_trees import same_sessions, sessions, totals
+
+SCRIPT: dict[str, list[Any]] = {
+    "Turn one": [
+        {
+            "tool_calls": [
+                {"name": "add", "arguments": {"a": 2, "b": 3}},
+                {"name": "delete_file", "arguments": {"path": "/etc/passwd"}},
+                {"name": "rm_rf", "arguments": {"path": "/"}},
+            ]
+        },
+        {"text": "Turn one done: {tool_result}"},
+    ],
+    "Turn two": [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "notes.txt", "text": "hi"}},
+                {"name": "flaky", "arguments": {}},
+            ]
+        },
+        {"text": "Turn two done: {tool_result}"},
+    ],
+    "Turn three": [
+        {
+            "tool_calls": [
+                {"name": "ask_helper", "arguments": {"question": "Helper: add 1 and 1"}},
+                {"name": "deploy", "arguments": {"env": "prod"}},
+                {"name": "wipe", "arguments": {"disk": "sda"}},
+            ]
+        },
+        {"text": "Turn three done: {tool_result}"},
+    ],
+    "Helper:": [
+        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]},
+        {"text": "helper says {tool_result}"},
+    ],
+    "Forbidden": [{"text": "never sent"}],
+    "Broken": [{"tool_calls": [{"name": "explode", "arguments": {}}]}, {"text": "unreached"}],
+    "Session": [
+        {"tool_calls": [{"name": "add", "arguments": {"a": 5, "b": 5}}]},
+        {"text": "sum {tool_result}"},
+    ],
+    "Slow": [{"tool_calls": [{"name": "wait_forever", "arguments": {}}]}, {"text": "unreached"}],
+    "Deploy": [
+        {"tool_calls": [{"name": "deploy", "arguments": {"env": "prod"}}]},
+        {"text": "deployed: {tool_result}"},
+    ],
+}
+
+
+class Tools:
+    """The tools' side of the story: what really ran, with which arguments."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+        self.started = asyncio.Event()
+
+    def register(self, agent: Agent[Any, Any], helper: Agent[Any, Any]) -> None:
+        ran = self.ran
+
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            ran.append(("add", {"a": a, "b": b}))
+            return a + b
+
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            ran.append(("delete_file", {"path": path}))
+            return "deleted"
+
+        def rm_rf(path: str) -> str:
+            """Remove a tree."""
+            ran.append(("rm_rf", {"path": path}))
+            return "removed"
+
+        def write_file(path: str, text: str) -> str:
+            """Write a file."""
+            ran.append(("write_file", {"path": path, "text": text}))
+            return f"wrote {path}"
+
+        def flaky() -> str:
+            """Fails."""
+            ran.append(("flaky", {}))
+            raise ConnectionError("upstream down")
+
+        def explode() -> str:
+            """Fails, with no recovery."""
+            ran.append(("explode", {}))
+            raise ValueError("kaboom")
+
+        def deploy(env: str) -> str:
+            """Deploy."""
+            ran.append(("deploy", {"env": env}))
+            return f"deployed to {env}"
+
+        def wipe(disk: str) -> str:
+            """Wipe a disk."""
+            ran.append(("wipe", {"disk": disk}))
+            return "wiped"
+
+        async def wait_forever() -> str:
+            """Never returns."""
+            ran.append(("wait_forever", {}))
+            self.started.set()
+            await asyncio.Event().wait()
+            return "unreached"
+
+        async def ask_helper(question: str) -> str:
+            """Ask the helper agent."""
+            ran.append(("ask_helper", {"question": question}))
+            return (await helper.run(question)).output
+
+        for tool in (add, delete_file, rm_rf, write_file, flaky, explode, deploy, wipe):
+            agent.tool_plain(tool)
+        agent.tool_plain(wait_forever)
+        agent.tool_plain(ask_helper)
+        helper.tool_plain(add)
+
+
+@hooks.pre_tool_call_decide
+def guard_tools(call: ToolCall) -> HookResult | None:
+    if call.name == "rm_rf":
+        return HookResult.deny("rm_rf is never allowed")
+    if call.name == "write_file":
+        return HookResult(modified_args={"path": f"sandbox/{call.args['path']}"})
+    if call.name in ("deploy", "wipe"):
+        return HookResult.ask(f"allow {call.name}?")
+    return None
+
+
+@hooks.on_interaction
+def operator(questions: Any) -> list[Answer]:
+    return [Answer("allow" if "deploy" in q.text else "deny", q.id) for q in questions]
+
+
+@hooks.on_tool_error
+def retry_later(error: Exception) -> Recovery | None:
+    if isinstance(error, ConnectionError):
+        return Recovery("upstream down; try later", message="transient")
+    return None
+
+
+@hooks.pre_turn
+def no_forbidden(prompt: Any) -> HookResult | None:
+    if "Forbidden" in str(prompt):
+        return HookResult.deny("forbidden topic")
+    return None
+
+
+def runner_for(rec: Recording) -> HookRunner:
+    return HookRunner(
+        [
+            rec.hook,
+            guard_tools,  # it changes arguments: before the policy, which checks the result
+            enforce([deny("delete_file", reason="system files are protected")]),
+            operator,
+            retry_later,
+            no_forbidden,
+        ]
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(SCRIPT) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def model(server: ScriptedModelServer) -> AsyncIterator[OpenAIChatModel]:
+    client = AsyncOpenAI(base_url=server.base_url + "/v1", api_key="sk-test", max_retries=0)
+    yield OpenAIChatModel("scripted-model", provider=OpenAIProvider(openai_client=client))
+    await client.close()  # its connections too: an unclosed socket is a test error here
+
+
+@pytest.fixture
+async def ended() -> AsyncIterator[None]:
+    yield
+    await end_sessions()  # a failed test leaves no session open for the next
+
+
+def agents(model: OpenAIChatModel, **options: Any) -> tuple[Agent[Any, Any], Agent[Any, Any]]:
+    return Agent(model, name="coder", **options), Agent(model, name="helper")
+
+
+TOOL_SPAN = "execute_tool {} tool={} policy={} by={}"
+
+MULTI_TURN = [
+    "session coder session=completed",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
+    "    execute_tool delete_file tool=denied policy=deny by=PolicyEnforcer",
+    "    execute_tool rm_rf tool=denied policy=deny by=guard_tools",
+    "    chat scripted-model",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool write_file tool=succeeded policy=allow by=PolicyEnforcer",
+    "    execute_tool flaky tool=recovered policy=allow by=PolicyEnforcer recovered=True error=ConnectionError",
+    "    chat scripted-model",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool ask_helper tool=succeeded policy=allow by=PolicyEnforcer",
+    "      invoke_agent helper turn=completed",
+    "        chat scripted-model",
+    "        execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
+    "        chat scripted-model",
+    "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
+    "    execute_tool wipe tool=denied policy=ask_user by=guard_tools",
+    "    chat scripted-model",
+]
+
+
+@pytest.mark.parametrize("run", range(3))
+async def test_a_three_turn_session_is_governed_and_traced(
+    run: int, server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model)
+        tools = Tools()
+        tools.register(agent, helper)
+        runner = runner_for(rec)
+        assert govern(agent, runner) is agent
+        govern(helper, runner)
+        first = await agent.run("Turn one: add, then clean up")
+        second = await agent.run("Turn two: write notes", message_history=first.all_messages())
+        third = await agent.run("Turn three: ship it", message_history=second.all_messages())
+        assert await end_sessions() == 1
+
+        # pydantic-ai runs a response's tool calls concurrently: their order is the SDK's
+        assert sorted(tools.ran, key=repr) == [
+            ("add", {"a": 1, "b": 1}),
+            ("add", {"a": 2, "b": 3}),
+            ("ask_helper", {"question": "Helper: add 1 and 1"}),
+            ("deploy", {"env": "prod"}),
+            ("flaky", {}),
+            ("write_file", {"path": "sandbox/notes.txt", "text": "hi"}),
+        ]
+        assert first.output == "Turn one done: rm_rf is never allowed"
+        assert second.output == "Turn two done: upstream down; try later"
+        assert third.output.startswith("Turn three done: allow wipe? (the user answered 'deny')")
+        denial = [
+            p.content
+            for m in first.all_messages()
+            for p in m.parts
+            if p.part_kind == "tool-return" and p.tool_name == "delete_file"
+        ]
+        assert denial == ["denied by policy rule 'deny:delete_file': system files are protected"]
+        assert sessions(rec.spans) == [MULTI_TURN]
+        assert totals(rec, "hookscope.tool.calls", "hookscope.tool.outcome") == {
+            "succeeded": 5,
+            "denied": 3,
+            "recovered": 1,
+        }
+        # three turns and the helper's run (an invoke_agent of its own)
+        assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {"completed": 4}
+        assert totals(rec, "gen_ai.client.token.usage", "gen_ai.token.type") == {
+            "input": 8,
+            "output": 8,
+        }
+        assert totals(rec, "hookscope.sessions", "gen_ai.agent.name") == {"coder": 1}
+
+
+async def test_the_session_is_the_conversation_and_keeps_the_application_session_id(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model)
+        Tools().register(agent, helper)
+        govern(agent, runner_for(rec))
+        first = await agent.run("Session one")
+        await agent.run("Session two", message_history=first.all_messages())
+        await agent.run("Session three", conversation_id="mine")
+        await end_sessions()
+    roots = [s for s in rec.spans if s.name == "session coder"]
+    assert [s.attributes and s.attributes["gen_ai.conversation.id"] for s in roots] == [
+        first.conversation_id,
+        "mine",
+    ]
+    assert [s.attributes and s.attributes["hookscope.session.turns"] for s in roots] == [2, 1]
+
+
+async def test_a_blocked_prompt_never_reaches_the_model_and_a_failing_tool_fails_the_turn(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model)
+        tools = Tools()
+        tools.register(agent, helper)
+        govern(agent, runner_for(rec))
+        with pytest.raises(TurnBlocked, match="forbidden topic"):
+            await agent.run("Forbidden: tell me")
+        with pytest.raises(ValueError, match="kaboom"):  # the SDK's own behaviour, unchanged
+            await agent.run("Broken: run it")
+        await end_sessions()
+    assert not any("Forbidden" in str(r.body) for r in server.requests)
+    assert tools.ran == [("explode", {})]
+    assert sessions(rec.spans) == [
+        ["session coder session=completed", "  invoke_agent coder turn=blocked"],
+        [
+            "session coder session=completed",
+            "  invoke_agent coder turn=failed error=ValueError",
+            "    chat scripted-model",
+            "    execute_tool explode tool=failed policy=allow by=PolicyEnforcer recovered=False error=ValueError",
+        ],
+    ]
+
+
+async def test_three_concurrent_sessions_stay_apart(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model)
+        Tools().register(agent, helper)
+        govern(agent, runner_for(rec))
+        results = await asyncio.gather(*(agent.run(f"Session {i}") for i in range(3)))
+        await end_sessions()
+    assert [r.output for r in results] == ["sum 10"] * 3
+    one = (
+        "session coder session=completed",
+        "  invoke_agent coder turn=completed",
+        "    chat scripted-model",
+        "    execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
+        "    chat scripted-model",
+    )
+    assert same_sessions(rec.spans) == {one: 3}
+    assert len({s.context.trace_id for s in rec.spans if s.context}) == 3
+
+
+async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model)
+        tools = Tools()
+        tools.register(agent, helper)
+        govern(agent, runner_for(rec))
+        task = asyncio.create_task(agent.run("Slow: wait"))
+        await asyncio.wait_for(tools.started.wait(), timeout=30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await end_sessions()
+    assert sessions(rec.spans) == [
+        [
+            "session coder session=completed",
+            "  invoke_agent coder turn=cancelled error=CancelledError",
+            "    chat scripted-model",
+            "    execute_tool wait_forever tool=failed policy=allow by=PolicyEnforcer error=CancelledError",
+        ]
+    ]
+
+
+async def test_native_ask_defers_to_pydantic_ai_approval(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        agent, helper = agents(model, output_type=[str, DeferredToolRequests])
+        tools = Tools()
+        tools.register(agent, helper)
+        govern(agent, HookRunner([rec.hook, guard_tools]), ask="native")
+        first = await agent.run("Deploy: now")
+        assert isinstance(first.output, DeferredToolRequests)
+        (approval,) = first.output.approvals
+        assert tools.ran == []
+        second = await agent.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(approvals={approval.tool_call_id: True}),
+        )
+        await end_sessions()
+    assert second.output == "deployed: deployed to prod"
+    assert tools.ran == [("deploy", {"env": "prod"})]
+    assert sessions(rec.spans) == [
+        [
+            "session coder session=completed",
+            "  invoke_agent coder turn=completed",
+            "    chat scripted-model",
+            "    execute_tool deploy tool=denied policy=ask_user by=guard_tools",
+            "  invoke_agent coder turn=completed",
+            "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
+            "    chat scripted-model",
+        ]
+    ]
+
+
+async def test_the_instrumentor_governs_new_agents_once_and_uninstrument_restores(
+    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+) -> None:
+    with recording() as rec:
+        instrumentor = PydanticAIInstrumentor()
+        instrumentor.instrument(runner=runner_for(rec))
+        instrumentor.instrument(runner=runner_for(rec))  # a second call changes nothing
+        try:
+            agent, helper = agents(model)
+            tools = Tools()
+            tools.register(agent, helper)
+            first = await agent.run("Turn one: add, then clean up")
+            await end_sessions()
+        finally:
+            instrumentor.uninstrument()
+        assert first.output == "Turn one done: rm_rf is never allowed"
+        traced = len(rec.spans)
+        after = await agent.run("Turn one: add, then clean up")
+        assert len(rec.spans) == traced  # nothing recorded, nothing governed
+    assert after.output == "Turn one done: removed"
+    assert [name for name, _ in tools.ran] == ["add", "add", "delete_file", "rm_rf"]
+    assert sessions(rec.spans) == [MULTI_TURN[:7]]
