@@ -37,9 +37,7 @@ def lines(nodes: Iterable[dict[str, Any]], depth: int = 0) -> list[str]:
 def sessions(spans: Sequence[ReadableSpan]) -> list[list[str]]:
     """Each root span's tree as lines, roots in start order."""
     trees = [lines([root]) for root in span_tree(spans)]
-    import os
-
-    if os.environ.get("DEBUG_TREES"):
+    if os.environ.get("HOOKSCOPE_PRINT_TREES"):  # to write an expected tree
         print("\n".join("\n".join(t) + "\n--" for t in trees))
     return trees
 

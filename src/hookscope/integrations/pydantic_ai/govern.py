@@ -124,7 +124,8 @@ class PydanticAIInstrumentor(KitInstrumentor):
         self._governed = governed  # held: _ALL is weak
 
         def iter_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            if _GOVERNED.get(instance) is not None:  # govern() on this agent: its own runner decides
+            # An agent passed to govern() is left to its own runner.
+            if _GOVERNED.get(instance) is not None:
                 return wrapped(*args, **kwargs)
             return wrapped(*args, **_with(kwargs, governed))
 
