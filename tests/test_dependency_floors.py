@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from importlib.metadata import version
+from importlib.metadata import entry_points, version
 from pathlib import Path
 
 import pytest
@@ -75,3 +75,16 @@ def test_each_sdk_extra_installs_the_sdks_newest_release(extra: str, sdk: str) -
     assert installed in requirement.specifier
     # pip chose this release for hookscope[google-adk,langgraph,pydantic-ai] together.
     assert installed == newest(sdk), f"{sdk}: pip resolved {installed} beside hookscope"
+
+
+#: Each adapter's entry point name → its extra.
+ADAPTERS = {"pydantic_ai": "pydantic-ai"}
+
+
+@pytest.mark.parametrize(("entry_point", "extra"), sorted(ADAPTERS.items()))
+def test_each_instrumentor_is_an_entry_point_requiring_its_extras_range(
+    entry_point: str, extra: str
+) -> None:
+    (found,) = (e for e in entry_points(group="opentelemetry_instrumentor") if e.name == entry_point)
+    requirement = PYPROJECT["project"]["optional-dependencies"][extra][0]
+    assert list(found.load()().instrumentation_dependencies()) == [requirement]
