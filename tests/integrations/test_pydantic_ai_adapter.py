@@ -17,173 +17,14 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from hookscope import Answer, HookResult, HookRunner, Recovery, ToolCall, hooks
+from hookscope import HookRunner
 from hookscope.integrations.pydantic_ai import PydanticAIInstrumentor, end_sessions, govern
 from hookscope.integrations.wrap import TurnBlocked
-from hookscope.policy import deny, enforce
-from hookscope.testing import Recording, recording
+from hookscope.testing import recording
 from tests.support.model_server import ScriptedModelServer
 
+from .sdk_scenario import SCRIPT, Tools, guard_tools, runner_for
 from .sdk_trees import same_sessions, sessions, totals
-
-SCRIPT: dict[str, list[Any]] = {
-    "Turn one": [
-        {
-            "tool_calls": [
-                {"name": "add", "arguments": {"a": 2, "b": 3}},
-                {"name": "delete_file", "arguments": {"path": "/etc/passwd"}},
-                {"name": "rm_rf", "arguments": {"path": "/"}},
-            ]
-        },
-        {"text": "Turn one done: {tool_result}"},
-    ],
-    "Turn two": [
-        {
-            "tool_calls": [
-                {"name": "write_file", "arguments": {"path": "notes.txt", "text": "hi"}},
-                {"name": "flaky", "arguments": {}},
-            ]
-        },
-        {"text": "Turn two done: {tool_result}"},
-    ],
-    "Turn three": [
-        {
-            "tool_calls": [
-                {"name": "ask_helper", "arguments": {"question": "Helper: add 1 and 1"}},
-                {"name": "deploy", "arguments": {"env": "prod"}},
-                {"name": "wipe", "arguments": {"disk": "sda"}},
-            ]
-        },
-        {"text": "Turn three done: {tool_result}"},
-    ],
-    "Helper:": [
-        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]},
-        {"text": "helper says {tool_result}"},
-    ],
-    "Forbidden": [{"text": "never sent"}],
-    "Broken": [{"tool_calls": [{"name": "explode", "arguments": {}}]}, {"text": "unreached"}],
-    "Session": [
-        {"tool_calls": [{"name": "add", "arguments": {"a": 5, "b": 5}}]},
-        {"text": "sum {tool_result}"},
-    ],
-    "Slow": [{"tool_calls": [{"name": "wait_forever", "arguments": {}}]}, {"text": "unreached"}],
-    "Deploy": [
-        {"tool_calls": [{"name": "deploy", "arguments": {"env": "prod"}}]},
-        {"text": "deployed: {tool_result}"},
-    ],
-}
-
-
-class Tools:
-    """The tools' side of the story: what really ran, with which arguments."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any]]] = []
-        self.started = asyncio.Event()
-
-    def register(self, agent: Agent[Any, Any], helper: Agent[Any, Any]) -> None:
-        ran = self.ran
-
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            ran.append(("add", {"a": a, "b": b}))
-            return a + b
-
-        def delete_file(path: str) -> str:
-            """Delete a file."""
-            ran.append(("delete_file", {"path": path}))
-            return "deleted"
-
-        def rm_rf(path: str) -> str:
-            """Remove a tree."""
-            ran.append(("rm_rf", {"path": path}))
-            return "removed"
-
-        def write_file(path: str, text: str) -> str:
-            """Write a file."""
-            ran.append(("write_file", {"path": path, "text": text}))
-            return f"wrote {path}"
-
-        def flaky() -> str:
-            """Fails."""
-            ran.append(("flaky", {}))
-            raise ConnectionError("upstream down")
-
-        def explode() -> str:
-            """Fails, with no recovery."""
-            ran.append(("explode", {}))
-            raise ValueError("kaboom")
-
-        def deploy(env: str) -> str:
-            """Deploy."""
-            ran.append(("deploy", {"env": env}))
-            return f"deployed to {env}"
-
-        def wipe(disk: str) -> str:
-            """Wipe a disk."""
-            ran.append(("wipe", {"disk": disk}))
-            return "wiped"
-
-        async def wait_forever() -> str:
-            """Never returns."""
-            ran.append(("wait_forever", {}))
-            self.started.set()
-            await asyncio.Event().wait()
-            return "unreached"
-
-        async def ask_helper(question: str) -> str:
-            """Ask the helper agent."""
-            ran.append(("ask_helper", {"question": question}))
-            return (await helper.run(question)).output
-
-        for tool in (add, delete_file, rm_rf, write_file, flaky, explode, deploy, wipe):
-            agent.tool_plain(tool)
-        agent.tool_plain(wait_forever)
-        agent.tool_plain(ask_helper)
-        helper.tool_plain(add)
-
-
-@hooks.pre_tool_call_decide
-def guard_tools(call: ToolCall) -> HookResult | None:
-    if call.name == "rm_rf":
-        return HookResult.deny("rm_rf is never allowed")
-    if call.name == "write_file":
-        return HookResult(modified_args={"path": f"sandbox/{call.args['path']}"})
-    if call.name in ("deploy", "wipe"):
-        return HookResult.ask(f"allow {call.name}?")
-    return None
-
-
-@hooks.on_interaction
-def operator(questions: Any) -> list[Answer]:
-    return [Answer("allow" if "deploy" in q.text else "deny", q.id) for q in questions]
-
-
-@hooks.on_tool_error
-def retry_later(error: Exception) -> Recovery | None:
-    if isinstance(error, ConnectionError):
-        return Recovery("upstream down; try later", message="transient")
-    return None
-
-
-@hooks.pre_turn
-def no_forbidden(prompt: Any) -> HookResult | None:
-    if "Forbidden" in str(prompt):
-        return HookResult.deny("forbidden topic")
-    return None
-
-
-def runner_for(rec: Recording) -> HookRunner:
-    return HookRunner(
-        [
-            rec.hook,
-            guard_tools,  # it changes arguments: before the policy, which checks the result
-            enforce([deny("delete_file", reason="system files are protected")]),
-            operator,
-            retry_later,
-            no_forbidden,
-        ]
-    )
 
 
 @pytest.fixture
@@ -205,8 +46,20 @@ async def ended() -> AsyncIterator[None]:
     await end_sessions()  # a failed test leaves no session open for the next
 
 
-def agents(model: OpenAIChatModel, **options: Any) -> tuple[Agent[Any, Any], Agent[Any, Any]]:
-    return Agent(model, name="coder", **options), Agent(model, name="helper")
+def agents(
+    model: OpenAIChatModel, tools: Tools, **options: Any
+) -> tuple[Agent[Any, Any], Agent[Any, Any]]:
+    helper = Agent(model, name="helper")
+    functions = tools.functions(lambda question: _output(helper.run(question)))
+    helper.tool_plain(functions["add"])
+    agent = Agent(model, name="coder", **options)
+    for function in functions.values():
+        agent.tool_plain(function)
+    return agent, helper
+
+
+async def _output(run: Any) -> str:
+    return str((await run).output)
 
 
 TOOL_SPAN = "execute_tool {} tool={} policy={} by={}"
@@ -242,9 +95,8 @@ async def test_a_three_turn_session_is_governed_and_traced(
     run: int, server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model)
         tools = Tools()
-        tools.register(agent, helper)
+        agent, helper = agents(model, tools)
         runner = runner_for(rec)
         assert govern(agent, runner) is agent
         govern(helper, runner)
@@ -291,8 +143,7 @@ async def test_the_session_is_the_conversation_and_keeps_the_application_session
     server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model)
-        Tools().register(agent, helper)
+        agent, _helper = agents(model, Tools())
         govern(agent, runner_for(rec))
         first = await agent.run("Session one")
         await agent.run("Session two", message_history=first.all_messages())
@@ -310,9 +161,8 @@ async def test_a_blocked_prompt_never_reaches_the_model_and_a_failing_tool_fails
     server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model)
         tools = Tools()
-        tools.register(agent, helper)
+        agent, _helper = agents(model, tools)
         govern(agent, runner_for(rec))
         with pytest.raises(TurnBlocked, match="forbidden topic"):
             await agent.run("Forbidden: tell me")
@@ -336,8 +186,7 @@ async def test_three_concurrent_sessions_stay_apart(
     server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model)
-        Tools().register(agent, helper)
+        agent, _helper = agents(model, Tools())
         govern(agent, runner_for(rec))
         results = await asyncio.gather(*(agent.run(f"Session {i}") for i in range(3)))
         await end_sessions()
@@ -357,9 +206,8 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
     server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model)
         tools = Tools()
-        tools.register(agent, helper)
+        agent, _helper = agents(model, tools)
         govern(agent, runner_for(rec))
         task = asyncio.create_task(agent.run("Slow: wait"))
         await asyncio.wait_for(tools.started.wait(), timeout=30)
@@ -381,9 +229,8 @@ async def test_native_ask_defers_to_pydantic_ai_approval(
     server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
-        agent, helper = agents(model, output_type=[str, DeferredToolRequests])
         tools = Tools()
-        tools.register(agent, helper)
+        agent, _helper = agents(model, tools, output_type=[str, DeferredToolRequests])
         govern(agent, HookRunner([rec.hook, guard_tools]), ask="native")
         first = await agent.run("Deploy: now")
         assert isinstance(first.output, DeferredToolRequests)
@@ -417,9 +264,8 @@ async def test_the_instrumentor_governs_new_agents_once_and_uninstrument_restore
         instrumentor.instrument(runner=runner_for(rec))
         instrumentor.instrument(runner=runner_for(rec))  # a second call changes nothing
         try:
-            agent, helper = agents(model)
             tools = Tools()
-            tools.register(agent, helper)
+            agent, _helper = agents(model, tools)
             first = await agent.run("Turn one: add, then clean up")
             await end_sessions()
         finally:

@@ -68,20 +68,26 @@ class KeyedSessions:
         pending = self._opening.get(key)
         if pending is not None:  # another task is opening it: share that session
             return await asyncio.shield(pending)
-        opening: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
-        self._opening[key] = opening
+        try:  # a synchronous run (driven without a loop) cannot interleave with another
+            opening: asyncio.Future[Session] | None = asyncio.get_running_loop().create_future()
+        except RuntimeError:
+            opening = None
+        if opening is not None:
+            self._opening[key] = opening
         try:
             session = await self.governor.open_session(
                 sdk_id=key, ambient_id=ambient_id, agent_name=agent_name, parent=parent
             )
         except BaseException as error:
-            opening.set_exception(error)
-            opening.exception()  # retrieved: no "never retrieved" warning when none waits
+            if opening is not None:
+                opening.set_exception(error)
+                opening.exception()  # retrieved: no "never retrieved" warning when none waits
             raise
         finally:
-            del self._opening[key]
+            self._opening.pop(key, None)
         self._open[key] = session
-        opening.set_result(session)
+        if opening is not None:
+            opening.set_result(session)
         return session
 
     def get(self, key: str) -> Session | None:
