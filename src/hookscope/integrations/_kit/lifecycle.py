@@ -33,7 +33,7 @@ from hookscope.integrations._kit.scopes import (
     ended_by,
 )
 from hookscope.integrations._kit.verdicts import ToolVerdict, TurnVerdict
-from hookscope.runner import settle_ask
+from hookscope.runner import ask_text, settle_ask
 from hookscope.types import (
     ChatResponse,
     HookResult,
@@ -399,7 +399,10 @@ class ToolOp:
         asked = asyncio.Event()
         self._answer = loop.create_future()
 
+        question: list[str] = []
+
         async def confirm(context: Any, pending: HookResult) -> HookResult:
+            question.append(ask_text(context, pending))
             asked.set()
             self.phase = "asking"
             assert self._answer is not None
@@ -417,7 +420,7 @@ class ToolOp:
         if task.done():
             return self._decided(task.result())
         self._task = task
-        pending = ToolVerdict(False, self.call, asked=True, pending=True)
+        pending = ToolVerdict(False, self.call, question[0], asked=True, pending=True)
         self.verdict = pending
         return pending
 
