@@ -85,6 +85,8 @@ ADAPTERS = {"hookscope_pydantic_ai": "pydantic-ai", "hookscope_langgraph": "lang
 def test_each_instrumentor_is_an_entry_point_requiring_its_extras_range(
     entry_point: str, extra: str
 ) -> None:
-    (found,) = (e for e in entry_points(group="opentelemetry_instrumentor") if e.name == entry_point)
+    (found,) = (
+        e for e in entry_points(group="opentelemetry_instrumentor") if e.name == entry_point
+    )
     requirement = PYPROJECT["project"]["optional-dependencies"][extra][0]
     assert list(found.load()().instrumentation_dependencies()) == [requirement]

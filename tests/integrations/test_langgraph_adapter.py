@@ -46,7 +46,7 @@ async def model(server: ScriptedModelServer) -> AsyncIterator[ChatOpenAI]:
         http_client=sync_client,
         http_async_client=async_client,
     )
-    sync_client.close()
+    sync_client.close()  # noqa: ASYNC212 (closing a client does no I/O worth a thread)
     await async_client.aclose()  # an unclosed socket is a test error here
 
 
@@ -247,7 +247,11 @@ async def test_native_ask_interrupts_the_graph_until_resumed(
         govern(agent, HookRunner([rec.hook, guard_tools]), ask="native")
         paused = await agent.ainvoke({"messages": [("user", "Deploy: now")]}, thread("n"))
         (question,) = paused["__interrupt__"]
-        assert question.value == {"kind": "hookscope.ask", "question": "allow deploy?", "tool": "deploy"}
+        assert question.value == {
+            "kind": "hookscope.ask",
+            "question": "allow deploy?",
+            "tool": "deploy",
+        }
         assert tools.ran == []
         done = await agent.ainvoke(Command(resume=True), thread("n"))
         await end_sessions()
