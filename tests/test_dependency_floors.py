@@ -78,7 +78,11 @@ def test_each_sdk_extra_installs_the_sdks_newest_release(extra: str, sdk: str) -
 
 
 #: Each adapter's entry point name → its extra.
-ADAPTERS = {"hookscope_pydantic_ai": "pydantic-ai", "hookscope_langgraph": "langgraph"}
+ADAPTERS = {
+    "hookscope_pydantic_ai": "pydantic-ai",
+    "hookscope_langgraph": "langgraph",
+    "hookscope_google_adk": "google-adk",
+}
 
 
 @pytest.mark.parametrize(("entry_point", "extra"), sorted(ADAPTERS.items()))

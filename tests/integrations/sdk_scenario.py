@@ -56,6 +56,10 @@ SCRIPT: dict[str, list[Any]] = {
         {"text": "sum {tool_result}"},
     ],
     "Slow": [{"tool_calls": [{"name": "wait_forever", "arguments": {}}]}, {"text": "unreached"}],
+    "Delegate": [
+        {"tool_calls": [{"name": "helper", "arguments": {"request": "Helper: add 1 and 1"}}]},
+        {"text": "delegated: {tool_result}"},
+    ],
     "Deploy": [
         {"tool_calls": [{"name": "deploy", "arguments": {"env": "prod"}}]},
         {"text": "deployed: {tool_result}"},
