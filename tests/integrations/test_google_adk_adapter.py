@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -17,13 +16,12 @@ from google.adk.runners import InMemoryRunner
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 
-from hookscope import HookRunner
 from hookscope.integrations.google_adk import GoogleAdkInstrumentor, end_sessions, govern
 from hookscope.testing import recording
 from tests.support.adk_model import ScriptedChatLlm
 from tests.support.model_server import ScriptedModelServer
 
-from .sdk_scenario import SCRIPT, Tools, guard_tools, runner_for
+from .sdk_scenario import SCRIPT, Tools, runner_for
 from .sdk_trees import same_sessions, sessions, totals
 
 APP = "coder-app"

@@ -19,6 +19,7 @@ from google.adk.models.llm_response import LlmResponse as AdkResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
+from hookscope._scopes import is_cancellation
 from hookscope.integrations._kit import (
     Governor,
     SubagentRun,
@@ -27,7 +28,6 @@ from hookscope.integrations._kit import (
     ambient_session_id,
     current_parent,
 )
-from hookscope._scopes import is_cancellation
 from hookscope.integrations._kit.keyed import KeyedSessions
 from hookscope.types import (
     ChatResponse,
