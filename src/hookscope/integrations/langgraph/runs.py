@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import UUID, uuid4
 
@@ -62,11 +62,12 @@ class GraphRun:
     run: SubagentRun | None = None
     #: The tool call running now (a graph run inside it is a subagent run).
     calling: ToolOp | None = None
-    #: Callback run ids → parent run ids, and the handler owning each graph's root run:
-    #: a nested graph's model calls reach its parent's handler too, and only the nearest
-    #: owner reports them.
-    parents: dict[UUID, UUID | None] = field(default_factory=dict)
-    owners: dict[UUID, _Callbacks] = field(default_factory=dict)
+
+    def runs_here(self) -> bool:
+        """Whether the code running now belongs to this graph run and not to one nested in
+        it (a nested graph's model calls reach its parent's callback handler too)."""
+        current = RUN.get()
+        return current is not None and current.turn is self.turn and current.run is self.run
 
 
 #: The governed run the current code belongs to (tools, nested graphs).
@@ -155,7 +156,7 @@ def _nested(outer: GraphRun, governed: Governed, graph: Any) -> GraphRun | None:
         return None
     run_id = f"{outer.calling.call_id}:{uuid4()}"
     run = outer.turn.start_subagent(run_id, _name(graph), delegating=outer.calling)
-    return GraphRun(governed, outer.turn, run, parents=outer.parents, owners=outer.owners)
+    return GraphRun(governed, outer.turn, run)
 
 
 def _end_nested(graph_run: GraphRun, error: BaseException | None) -> None:
@@ -240,36 +241,18 @@ def _stopped(error: BaseException) -> BaseException:
 class _Callbacks(BaseCallbackHandler):
     """Reports the chat model calls of one graph run (observe only: it never raises)."""
 
-    run_inline = True  # called in the run's own task, in order, never from a thread pool
+    run_inline = True  # called in the model call's own task: RUN says whose call it is
+    # Only model calls matter: without these, LangChain calls the handler for every runnable.
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(self, graph_run: GraphRun) -> None:
         self.graph_run = graph_run
-        self.root: UUID | None = None
         self.answer = ""
         self.model: str | None = None
-
-    def _mine(self, parent: UUID | None) -> bool:
-        owners, parents = self.graph_run.owners, self.graph_run.parents
-        while parent is not None:
-            owner = owners.get(parent)
-            if owner is not None:
-                return owner is self
-            parent = parents.get(parent)
-        return False
-
-    def on_chain_start(
-        self,
-        serialized: Any,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.graph_run.parents[run_id] = parent_run_id
-        if self.root is None:  # this handler's graph run begins: it owns what runs below
-            self.root = run_id
-            self.graph_run.owners[run_id] = self
 
     def on_chat_model_start(
         self,
@@ -282,9 +265,8 @@ class _Callbacks(BaseCallbackHandler):
         invocation_params: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        if not self._mine(parent_run_id):
+        if not self.graph_run.runs_here():
             return
-        self.graph_run.parents[run_id] = parent_run_id
         try:
             meta, params = metadata or {}, invocation_params or {}
             model = params.get("model") or params.get("model_name") or meta.get("ls_model_name")
@@ -296,7 +278,7 @@ class _Callbacks(BaseCallbackHandler):
     def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
-        if not self._mine(parent_run_id):
+        if not self.graph_run.runs_here():
             return
         try:
             self.graph_run.turn.model_call_finished(_response(response), self.graph_run.run)
@@ -310,7 +292,7 @@ class _Callbacks(BaseCallbackHandler):
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
-        if self._mine(parent_run_id):
+        if self.graph_run.runs_here():
             response = LlmResponse("unknown", text=type(error).__name__)
             self.graph_run.turn.model_call_finished(response, self.graph_run.run)
 
