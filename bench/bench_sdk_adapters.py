@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+import sdk_workloads
 from sdk_workloads import CALLS, SDKS, Counting, provider
 
 WAYS = ("bare", "hookscope", "openinference")
@@ -133,6 +134,7 @@ def render(spans: Sequence[ReadableSpan]) -> list[str]:
 
 
 def trees() -> None:
+    sdk_workloads.CALLS = 2  # the same session with two tool calls reads better
     for sdk in SDKS:
         ours = render(asyncio.run(_spans(sdk, "hookscope")))
         theirs = render(asyncio.run(_spans(sdk, "openinference")))
