@@ -24,6 +24,7 @@ from hookscope import _events as rules
 from hookscope._events import (
     GO_ON,
     RULES,
+    SKIPPED_GUARDS,
     STOP,
     Fold,
     HookFailure,
@@ -83,6 +84,7 @@ __all__ = [
     "ask_text",
     "current_hook_run",
     "settle_ask",
+    "skipped_guards",
 ]
 
 logger = logging.getLogger("hookscope")
@@ -97,6 +99,16 @@ _CURRENT_RUN: Final[contextvars.ContextVar[HookRun | None]] = contextvars.Contex
 def current_hook_run() -> HookRun | None:
     """The run of the command or prompt hook being called, for it to report attributes."""
     return _CURRENT_RUN.get()
+
+
+def skipped_guards() -> dict[tuple[str, str], int]:
+    """How many times each fail-open decide hook failed and let a call (or turn, or model
+    request) go on unjudged in this process, by ``(hook name, event)``.
+
+    Each skip is also logged at WARNING on the ``hookscope`` logger, and observers see the
+    hook's failure (``OTelHook`` counts it in ``hookscope.hook.failures``).
+    """
+    return SKIPPED_GUARDS.snapshot()
 
 
 @final

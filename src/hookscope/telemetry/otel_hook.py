@@ -43,6 +43,8 @@ from hookscope.context import (
     TurnContext,
 )
 from hookscope.hooks import HookEvent
+from hookscope.redaction import DEFAULT as DEFAULT_REDACTOR
+from hookscope.redaction import Redactor
 from hookscope.runner import DispatchObserver
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
@@ -58,8 +60,6 @@ from hookscope.telemetry._scopes import (
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
-from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
-from hookscope.telemetry.redaction import Redactor
 
 __all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
 

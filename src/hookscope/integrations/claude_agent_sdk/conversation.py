@@ -240,9 +240,11 @@ class Conversation:
         turn = self.session.turn
         if turn is None or turn.ended:
             return
-        lane = self._lane_of_parent(parent_tool_use_id)
-        if lane is None:
+        if parent_tool_use_id is not None:
+            # A subagent's messages reach the stream late (its last one never): its model
+            # calls are timed by its hooks alone, without usage, the same on every run.
             return
+        lane = self._lanes[None]
         response = llm_response(message)
         self.model = response.model
         for call in response.tool_calls:
@@ -252,12 +254,10 @@ class Conversation:
             return  # another content block of the same model response
         lane.message_id = message_id
         if not lane.chat_open:
-            if lane.run is not None:  # a subagent's message, late: its call was ended already
-                return
             turn.model_call_started(LlmRequest(response.model, provider=PROVIDER), lane.run)
         lane.chat_open = False
         turn.model_call_finished(response, lane.run)
-        if lane.run is None and response.usage is not None:
+        if response.usage is not None:
             self._usage.append(response.usage)
 
     def tool_result(self, block: Mapping[str, Any]) -> None:
@@ -280,16 +280,6 @@ class Conversation:
     def _lane(self, agent_id: Any) -> _Lane:
         lane = self._lanes.get(agent_id) if isinstance(agent_id, str) else None
         return lane or self._lanes[None]
-
-    def _lane_of_parent(self, parent_tool_use_id: str | None) -> _Lane | None:
-        if parent_tool_use_id is None:
-            return self._lanes[None]
-        for lane in self._lanes.values():
-            run = lane.run
-            delegating = run.delegating if run is not None else None
-            if delegating is not None and delegating.call_id == parent_tool_use_id:
-                return lane
-        return None
 
     def _expect_model(self, lane_key: str | None) -> None:
         turn = self.session.turn
