@@ -2,7 +2,8 @@
 
 Each SDK's real agent loop runs with a model that answers from memory (no HTTP, so the SDK's
 and the instrumentation's own costs are what is timed): the model asks for ``CALLS`` calls of
-one trivial tool in one response, then answers. Three ways per SDK: bare; governed by hookscope
+one trivial tool in one response, then answers; the turns of a round are one conversation
+(one session, ended with the round). Three ways per SDK: bare; governed by hookscope
 (``govern()`` with a 10-rule policy and an ``OTelHook``); traced by OpenInference's
 instrumentation for that SDK. Both instrumented ways export to the same kind of provider.
 """
@@ -99,14 +100,10 @@ async def pydantic_ai(way: str, traces: TracerProvider | None) -> AsyncIterator[
 
         assert traces is not None
         govern(agent, policy_runner(traces))
-
-        async def turn() -> Any:
-            await agent.run("Add numbers")
-            await end_sessions()
-
-        yield turn
+        yield lambda: agent.run("Add numbers", conversation_id="bench")
+        await end_sessions()
         return
-    yield lambda: agent.run("Add numbers")
+    yield lambda: agent.run("Add numbers", conversation_id="bench")
 
 
 def pydantic_ai_openinference_processors() -> list[Any]:
@@ -169,20 +166,17 @@ async def langgraph(way: str, traces: TracerProvider | None) -> AsyncIterator[Tu
     tool = StructuredTool.from_function(coroutine=add_async, name="add")
     graph = create_agent(_langchain_model(), [tool], name="coder")
     prompt = {"messages": [("user", "Add numbers")]}
+    thread = {"configurable": {"thread_id": "bench"}}  # no checkpointer: no history kept
     try:
         if way == "hookscope":
             from hookscope.integrations.langgraph import end_sessions, govern
 
             assert traces is not None
             govern(graph, policy_runner(traces))
-
-            async def turn() -> Any:
-                await graph.ainvoke(prompt)
-                await end_sessions()
-
-            yield turn
+            yield lambda: graph.ainvoke(prompt, thread)
+            await end_sessions()
         else:
-            yield lambda: graph.ainvoke(prompt)
+            yield lambda: graph.ainvoke(prompt, thread)
     finally:
         if instrumentor is not None:
             instrumentor.uninstrument()
@@ -242,15 +236,11 @@ async def google_adk(way: str, traces: TracerProvider | None) -> AsyncIterator[T
         assert traces is not None
         govern(runner, policy_runner(traces))
     message = types.Content(role="user", parts=[types.Part(text="Add numbers")])
+    session = await runner.session_service.create_session(app_name="bench", user_id="u")
 
     async def turn() -> None:
-        session = await runner.session_service.create_session(app_name="bench", user_id="u")
         async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
             pass
-        if way == "hookscope":
-            from hookscope.integrations.google_adk import end_sessions
-
-            await end_sessions()
 
     try:
         yield turn

@@ -29,6 +29,7 @@ from hookscope.integrations._kit import (
     current_parent,
 )
 from hookscope.integrations._kit.keyed import KeyedSessions
+from hookscope.integrations._kit.lazy import LazyMessages
 from hookscope.types import (
     ChatResponse,
     LlmRequest,
@@ -188,7 +189,7 @@ class HookscopePlugin(BasePlugin):
             return None
         request = LlmRequest(
             model=llm_request.model or "unknown",
-            messages=tuple(_message(c) for c in llm_request.contents),
+            messages=LazyMessages(_messages, llm_request.contents),
             tools=tuple(llm_request.tools_dict),
             provider=_PROVIDER,
         )
@@ -323,8 +324,8 @@ def _response(message: str) -> AdkResponse:
     return AdkResponse(content=_content(message))
 
 
-def _message(content: types.Content) -> dict[str, Any]:
-    return {"role": content.role or "user", "content": _text(content)}
+def _messages(contents: list[types.Content]) -> list[dict[str, Any]]:
+    return [{"role": c.role or "user", "content": _text(c)} for c in contents]
 
 
 def _llm_response(response: AdkResponse, model: str | None) -> LlmResponse:

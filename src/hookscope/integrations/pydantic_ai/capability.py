@@ -43,6 +43,7 @@ from hookscope.integrations._kit import (
     current_parent,
 )
 from hookscope.integrations._kit.keyed import KeyedSessions
+from hookscope.integrations._kit.lazy import LazyMessages
 from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import (
     ChatResponse,
@@ -87,19 +88,29 @@ class Governed:
         self.sessions = KeyedSessions(governor, idle_s=idle_s)
 
 
-class HookscopeCapability(AbstractCapability[Any]):
-    """The capability :func:`~hookscope.integrations.pydantic_ai.govern` adds to each run.
+#: The turn (and subagent run) of the run whose hooks run in this task: set around
+#: ``handler()`` in ``wrap_run``, inherited by the model-request and tool tasks. (A per-run
+#: capability from ``for_run`` would make pydantic-ai re-read every capability each run.)
+_RUN: Final[ContextVar[tuple[Turn, SubagentRun | None] | None]] = ContextVar(
+    "hookscope_pydantic_ai_run", default=None
+)
 
-    One instance per run (``for_run``) holds that run's turn, or its subagent run.
-    """
+
+class HookscopeCapability(AbstractCapability[Any]):
+    """The capability :func:`~hookscope.integrations.pydantic_ai.govern` adds to each run."""
 
     def __init__(self, governed: Governed) -> None:
         self.governed = governed
-        self._turn: Turn | None = None
-        self._run: SubagentRun | None = None
 
-    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
-        return HookscopeCapability(self.governed)
+    @property
+    def _turn(self) -> Turn | None:
+        state = _RUN.get()
+        return state[0] if state is not None else None
+
+    @property
+    def _run(self) -> SubagentRun | None:
+        state = _RUN.get()
+        return state[1] if state is not None else None
 
     # --- turns and subagent runs ---
 
@@ -121,12 +132,14 @@ class HookscopeCapability(AbstractCapability[Any]):
             raise TurnBlocked(HookResult.deny(guard.failed("pre_turn", error))) from error
         if not turn.allowed:
             raise TurnBlocked(HookResult.deny(turn.verdict.message))
-        self._turn = turn
+        token = _RUN.set((turn, None))
         try:
             result = await handler()
         except BaseException as error:
             await turn.end(error)
             raise
+        finally:
+            _RUN.reset(token)
         turn.respond(_answer(result, ctx))
         await turn.end()  # post_turn; pydantic-ai cannot continue a finished run
         return result
@@ -136,12 +149,14 @@ class HookscopeCapability(AbstractCapability[Any]):
     ) -> Any:
         run_id = ctx.run_id or f"{op.call_id}:run"
         name = _agent_name(None, ctx) or "agent"
-        self._turn, self._run = turn, turn.start_subagent(run_id, name, delegating=op)
+        token = _RUN.set((turn, turn.start_subagent(run_id, name, delegating=op)))
         try:
             result = await handler()
         except BaseException as error:
             turn.end_subagent(run_id, error)
             raise
+        finally:
+            _RUN.reset(token)
         turn.end_subagent(run_id)
         return result
 
@@ -157,7 +172,7 @@ class HookscopeCapability(AbstractCapability[Any]):
         model = request_context.model
         request = LlmRequest(
             model=model.model_name,
-            messages=_messages(request_context.messages),
+            messages=LazyMessages(_messages, request_context.messages),
             tools=tuple(t.name for t in request_context.model_request_parameters.function_tools),
             provider=model.system,
         )
