@@ -416,10 +416,9 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             agent = record.metric_agent
         else:
             agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
-        hook = instruments.hook_name(hook_name)
         # No exemplar: a hook has no span of its own, and with several hooks per event the
         # exemplar reservoir would cost more than the rest of the measurement.
-        instruments.hook_duration.record(duration_s, (agent, hook, event), None)
+        instruments.hook_ran(agent, hook_name, event, duration_s)
         if error is None:
             if event == "pre_tool_call" and isinstance(record, OperationRecord):
                 decision = getattr(result, "decision", None)
@@ -427,6 +426,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     record.policy_hook = hook_name
             return
         kind = error_type(error)
+        hook = instruments.hook_name(hook_name)
         instruments.hook_failures.add((agent, hook, event, instruments.error_type(kind)))
         if record is not None and record.recording:
             record.span.add_event(

@@ -172,6 +172,8 @@ class KitInstrumentor(BaseInstrumentor):
     instruments: ClassVar[tuple[str, ...]] = ()
     #: ``gen_ai.agent.name`` when ``instrument()`` is given none.
     default_agent_name: ClassVar[str] = ""
+    #: Appended to the warning about a target the installed SDK lacks (what is lost).
+    missing_target_note: ClassVar[str] = ""
     #: The governor of the current instrumentation, ``None`` when not instrumented.
     governor: Governor | None = None
     _wrapped: tuple[tuple[str, str], ...] = ()
@@ -212,10 +214,11 @@ class KitInstrumentor(BaseInstrumentor):
             except Exception:
                 logger.warning(
                     "hookscope could not instrument %s.%s (a %s version this instrumentation "
-                    "does not know?); the rest is instrumented",
+                    "does not know?); the rest is instrumented%s",
                     module,
                     name,
                     self.sdk,
+                    self.missing_target_note,
                     exc_info=True,
                 )
                 continue

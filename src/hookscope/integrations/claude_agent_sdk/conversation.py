@@ -34,12 +34,12 @@ from hookscope.integrations.claude_agent_sdk.values import (
     tool_call,
     usage,
 )
-from hookscope.types import ChatResponse, LlmRequest, LlmResponse, Usage
+from hookscope.types import ChatResponse, HookscopeError, LlmRequest, LlmResponse, Usage
 
 __all__ = ["Conversation", "TurnFailed"]
 
 
-class TurnFailed(Exception):
+class TurnFailed(HookscopeError):
     """The CLI ended a turn with an error result (an API error, a turn limit …)."""
 
 
