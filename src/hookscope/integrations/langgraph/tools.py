@@ -21,7 +21,7 @@ from langgraph.types import interrupt
 from hookscope.integrations._kit import ToolOp, ToolVerdict, Turn
 from hookscope.integrations.langgraph.runs import RUN, Governed, GraphRun
 from hookscope.integrations.wrap import _run_now
-from hookscope.types import ToolCall
+from hookscope.types import HookscopeError, ToolCall
 
 __all__ = ["ToolError", "wrappers"]
 
@@ -34,7 +34,7 @@ AsyncWrapper = Callable[[Any, AsyncExecute], Awaitable[Any]]
 ASK_KIND: Final = "hookscope.ask"
 
 
-class ToolError(Exception):
+class ToolError(HookscopeError):
     """A tool's failure that ``ToolNode(handle_tool_errors=…)`` already turned into an error
     ``ToolMessage``: ``on_tool_error`` hooks receive it (its text is the message's)."""
 
