@@ -16,12 +16,13 @@ from google.adk.runners import InMemoryRunner
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 
+from hookscope import HookRunner
 from hookscope.integrations.google_adk import GoogleAdkInstrumentor, end_sessions, govern
 from hookscope.testing import recording
 from tests.support.adk_model import ScriptedChatLlm
 from tests.support.model_server import ScriptedModelServer
 
-from .sdk_scenario import SCRIPT, Tools, runner_for
+from .sdk_scenario import SCRIPT, Tools, guard_tools, runner_for
 from .sdk_trees import same_sessions, sessions, totals
 
 APP = "coder-app"
@@ -271,3 +272,57 @@ async def test_the_instrumentor_governs_new_runners_once_and_uninstrument_restor
     assert after == 'Turn one done: {"result": "removed"}'
     assert sorted(name for name, _ in tools.ran) == ["add", "add", "delete_file", "rm_rf"]
     assert sessions(rec.spans) == [MULTI_TURN[:7]]
+
+
+@pytest.mark.parametrize("run", range(3))
+async def test_native_ask_pauses_the_run_for_adk_tool_confirmation(
+    run: int, model: ScriptedChatLlm, ended: None
+) -> None:
+    with recording() as rec:
+        tools = Tools()
+        agents = Agents(model, tools)
+        govern(agents.runner, HookRunner([rec.hook, guard_tools]), ask="native")
+        session = await agents.session()
+        asked = []
+        message = types.Content(role="user", parts=[types.Part(text="Deploy: now")])
+        async for event in agents.runner.run_async(
+            user_id="u", session_id=session, new_message=message
+        ):
+            asked += [c for c in event.get_function_calls() if c.name == "adk_request_confirmation"]
+        (question,) = asked
+        assert tools.ran == []
+        answer = types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id=question.id,
+                        name="adk_request_confirmation",
+                        response={"confirmed": True},
+                    )
+                )
+            ],
+        )
+        done = ""
+        async for event in agents.runner.run_async(
+            user_id="u", session_id=session, new_message=answer
+        ):
+            if event.is_final_response() and event.content and event.content.parts:
+                done = "".join(p.text or "" for p in event.content.parts)
+        await agents.close()
+    assert question.args["toolConfirmation"]["hint"] == "allow deploy?"
+    assert tools.ran == [("deploy", {"env": "prod"})]
+    assert done == 'deployed: {"result": "deployed to prod"}'
+    assert sessions(rec.spans) == [
+        [
+            "session coder session=completed",
+            "  invoke_agent coder turn=completed",
+            "    chat scripted-model",
+            "    execute_tool deploy tool=denied policy=ask_user by=guard_tools",
+            # ADK still shows the model the pending call's result before it pauses
+            "    chat scripted-model",
+            "  invoke_agent coder turn=completed",
+            "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
+            "    chat scripted-model",
+        ]
+    ]

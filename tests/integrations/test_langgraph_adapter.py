@@ -238,8 +238,9 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
     ]
 
 
+@pytest.mark.parametrize("run", range(3))
 async def test_native_ask_interrupts_the_graph_until_resumed(
-    model: ChatOpenAI, ended: None
+    run: int, model: ChatOpenAI, ended: None
 ) -> None:
     with recording() as rec:
         tools = Tools()

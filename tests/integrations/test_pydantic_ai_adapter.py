@@ -139,14 +139,16 @@ async def test_a_three_turn_session_is_governed_and_traced(
         assert totals(rec, "hookscope.sessions", "gen_ai.agent.name") == {"coder": 1}
 
 
+@pytest.mark.parametrize("run", range(3))
 async def test_the_session_is_the_conversation_and_keeps_the_application_session_id(
-    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+    run: int, server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
         agent, _helper = agents(model, Tools())
         govern(agent, runner_for(rec))
         first = await agent.run("Session one")
-        await agent.run("Session two", message_history=first.all_messages())
+        async with agent.run_stream("Session two", message_history=first.all_messages()) as run:
+            assert await run.get_output() == "sum 10"  # a streamed run: one more turn
         await agent.run("Session three", conversation_id="mine")
         await end_sessions()
     roots = [s for s in rec.spans if s.name == "session coder"]
@@ -225,8 +227,9 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
     ]
 
 
+@pytest.mark.parametrize("run", range(3))
 async def test_native_ask_defers_to_pydantic_ai_approval(
-    server: ScriptedModelServer, model: OpenAIChatModel, ended: None
+    run: int, server: ScriptedModelServer, model: OpenAIChatModel, ended: None
 ) -> None:
     with recording() as rec:
         tools = Tools()
