@@ -124,13 +124,14 @@ class ToolOp:
         return self._decided(await task)
 
     async def _dispatch(self, confirm: Any) -> ToolVerdict:
+        frozen = freeze_call(self.call)
         with self.scope.current():
             decided = await self.turn.runner.dispatch(
-                "pre_tool_call", self.context, freeze_call(self.call), confirm=confirm
+                "pre_tool_call", self.context, frozen, confirm=confirm
             )
         result: HookResult = decided.result
         effective: ToolCall = decided.data
-        changed = dict(effective.args) != dict(self.call.args)
+        changed = effective.args is not frozen.args and dict(effective.args) != dict(frozen.args)
         return ToolVerdict(
             allowed=result.allow,
             call=effective,

@@ -126,4 +126,4 @@ def llm_response(message: Mapping[str, Any]) -> LlmResponse:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if type(value) is int else 0
