@@ -60,6 +60,7 @@ SCRIPT: dict[str, list[Any]] = {
         {"tool_calls": [{"name": "helper", "arguments": {"request": "Helper: add 1 and 1"}}]},
         {"text": "delegated: {tool_result}"},
     ],
+    "Transfer": [lambda ctx: _transfer(ctx), {"text": "unreached"}],
     "Deploy": [
         {"tool_calls": [{"name": "deploy", "arguments": {"env": "prod"}}]},
         {"text": "deployed: {tool_result}"},
@@ -178,3 +179,14 @@ def runner_for(rec: Recording) -> HookRunner:
             no_forbidden,
         ]
     )
+
+
+def _transfer(ctx: dict[str, Any]) -> dict[str, Any]:
+    """ADK: the root agent hands over to ``helper``, which answers (told apart by the system
+    prompt ADK writes for each agent, since both see the same user message)."""
+    system = " ".join(
+        str(m.get("content") or "") for m in ctx["body"]["messages"] if m["role"] == "system"
+    )
+    if '"helper"' in system:
+        return {"text": "helper here"}
+    return {"tool_calls": [{"name": "transfer_to_agent", "arguments": {"agent_name": "helper"}}]}

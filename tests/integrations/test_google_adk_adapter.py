@@ -217,6 +217,29 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
     ]
 
 
+async def test_a_sub_agent_adk_transfers_to_is_an_invoke_agent_run_in_the_turn(
+    model: ScriptedChatLlm, ended: None
+) -> None:
+    with recording() as rec:
+        helper = LlmAgent(name="helper", model=model, instruction="Help.")
+        agent = LlmAgent(name="coder", model=model, sub_agents=[helper])
+        runner = govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec))
+        session = await runner.session_service.create_session(app_name=APP, user_id="u")
+        answer = await final(runner, "Transfer: to the helper", session.id)
+        await runner.close()
+    assert answer == "helper here"
+    assert sessions(rec.spans) == [
+        [
+            "session coder session=completed",
+            "  invoke_agent coder turn=completed",
+            "    chat scripted-model",
+            "    execute_tool transfer_to_agent tool=succeeded policy=allow by=PolicyEnforcer",
+            "    invoke_agent helper turn=completed",
+            "      chat scripted-model",
+        ]
+    ]
+
+
 # ADK's AgentTool builds its inner Runner with the argument ADK itself deprecates.
 @pytest.mark.filterwarnings("ignore:The `plugins` argument is deprecated:DeprecationWarning")
 async def test_an_agent_tool_runs_its_agent_under_the_call(

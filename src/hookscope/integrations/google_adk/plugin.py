@@ -267,6 +267,7 @@ class HookscopePlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         op = self._op(tool_context)
         if op is not None and op.phase == "allowed":  # ADK calls this for a refused call too
+            _CALLING.set(None)  # the call is over (ADK may run the next step in this task)
             await op.returned(result)
         return None
 
@@ -276,6 +277,7 @@ class HookscopePlugin(BasePlugin):
         op = self._op(tool_context)
         if op is None:
             return None
+        _CALLING.set(None)
         if is_cancellation(error):  # ADK reports a cancelled call here too: no tool error
             op.close(error)
             return None
