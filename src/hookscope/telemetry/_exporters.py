@@ -98,7 +98,7 @@ def otlp_span_exporter(
         return JsonSpanExporter(url, headers)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=url, headers=headers, meter_provider=meter_provider)
+    return OTLPSpanExporter(endpoint=url, headers=_dict(headers), meter_provider=meter_provider)
 
 
 def otlp_metric_exporter(
@@ -120,7 +120,7 @@ def otlp_metric_exporter(
         return JsonMetricExporter(url, headers)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-    return OTLPMetricExporter(endpoint=url, headers=headers)
+    return OTLPMetricExporter(endpoint=url, headers=_dict(headers))
 
 
 def otlp_log_exporter(
@@ -142,7 +142,7 @@ def otlp_log_exporter(
         return JsonLogExporter(url, headers)
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter(endpoint=url, headers=headers)
+    return OTLPLogExporter(endpoint=url, headers=_dict(headers))
 
 
 def console_span_exporter() -> SpanExporter:
@@ -158,3 +158,8 @@ def console_metric_exporter() -> MetricExporter:
 def console_log_exporter() -> LogRecordExporter:
     """The SDK's console log record exporter."""
     return ConsoleLogRecordExporter()
+
+
+def _dict(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    # OpenTelemetry 1.44's exporters are typed for a dict (1.45 takes any mapping).
+    return None if headers is None else dict(headers)
