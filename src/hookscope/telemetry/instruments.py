@@ -63,6 +63,7 @@ _FOLDABLE: Final = frozenset(
         sc.GEN_AI_REQUEST_MODEL,
         sc.GEN_AI_PROVIDER_NAME,
         sc.HOOK_NAME,
+        sc.POLICY_DECIDED_BY,
         sc.ERROR_TYPE,
     }
 )
@@ -287,6 +288,7 @@ class Instruments:
                 sc.POLICY_OUTCOME,
                 sc.POLICY_RULE,
                 sc.POLICY_BUCKET,
+                sc.POLICY_DECIDED_BY,
             ),
         )
         self.tool_errors = _Counts(
@@ -376,7 +378,7 @@ class Instruments:
             sc.METRIC_HOOK_DURATION,
             "s",
             "Time each hook took per dispatch (hookscope's overhead on the agent)",
-            (agent, hook, event),
+            (agent, hook, event, sc.HOOK_TYPE),
             sc.HOOK_DURATION_BUCKETS_S,
         )
         self._histograms = (
