@@ -21,10 +21,14 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 
 from hookscope.cli import main
 from hookscope.demo import DemoAgent
 from hookscope.telemetry import OTelHook
+from hookscope.telemetry.files import iter_spans
 from hookscope.testing import metric_points, recording
 
 from .otel_helpers import attrs
@@ -132,7 +136,7 @@ def test_demo_session_ids_are_unique_per_run(
 
 async def test_demo_agents_deny_as_their_temper_says(tmp_path: Path) -> None:
     shares = {}
-    for agent in ("careful", "demo-coder", "reckless"):
+    for agent in ("careful", "demo-coder", "reckless", "stuck"):
         with recording() as rec:
             await DemoAgent(tmp_path, hooks=[rec.hook], seed=0, agent=agent).run(10)
             calls = rec.metric_points()["hookscope.tool.calls"]
@@ -140,7 +144,7 @@ async def test_demo_agents_deny_as_their_temper_says(tmp_path: Path) -> None:
         shares[agent] = round(denied / sum(calls.values()), 3)
         assert {dict(k)["gen_ai.agent.name"] for k in calls} == {agent}
     # The alert threshold is 25%: careful stays far under it, reckless far over.
-    assert shares == {"careful": 0.009, "demo-coder": 0.2, "reckless": 0.5}
+    assert shares == {"careful": 0.009, "demo-coder": 0.2, "reckless": 0.5, "stuck": 0.656}
 
 
 def test_demo_runs_several_agents_and_rejects_unknown_ones(
@@ -152,7 +156,7 @@ def test_demo_runs_several_agents_and_rejects_unknown_ones(
     assert [i.rsplit("-", 2)[0] for i in ids] == ["careful", "reckless"]
     assert main(["demo", "--agents", "careful,sloppy"]) == 2
     assert (
-        "argument --agents: choose demo agents from demo-coder, careful, reckless "
+        "argument --agents: choose demo agents from demo-coder, careful, reckless, stuck "
         "(comma-separated), got 'careful,sloppy'" in capsys.readouterr().err
     )
 
@@ -221,6 +225,23 @@ def test_console_script_runs_the_demo(tmp_path: Path) -> None:
     assert {json.loads(line)["session_id"] for line in audit} == {session_id}
 
 
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def _exemplars(body: str, family: str) -> list[tuple[str, str, float]]:
+    """(trace id, span id, bucket upper bound) of every exemplar on ``family``'s buckets."""
+    found = []
+    for parsed in openmetrics_families(body):
+        if parsed.name != family:
+            continue
+        for sample in parsed.samples:
+            if sample.name.endswith("_bucket") and sample.exemplar is not None:
+                ids = sample.exemplar.labels
+                found.append((ids["trace_id"], ids["span_id"], float(sample.labels["le"])))
+                assert sample.exemplar.value <= float(sample.labels["le"])
+    return found
+
+
 def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> None:
     port = _free_port()
     with subprocess.Popen(
@@ -243,8 +264,13 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
         watcher.start()
         try:
             assert serving.wait(timeout=90), "the demo never said it was serving"
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            url = f"http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as reply:
                 body = reply.read().decode()
+            asking = urllib.request.Request(url, headers={"Accept": OPENMETRICS})
+            with urllib.request.urlopen(asking, timeout=10) as reply:
+                assert reply.headers["Content-Type"].startswith("application/openmetrics-text")
+                openmetrics = reply.read().decode()
         finally:
             os.killpg(process.pid, signal.SIGINT)
             try:
@@ -256,6 +282,14 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
     assert process.returncode == 0
     assert 'hookscope_sessions_total{gen_ai_agent_name="demo-coder"' in body
     assert "hookscope_tool_calls_total{" in body
+    assert " # {" not in body  # the classic text format has no exemplars
+    # OpenMetrics: latency buckets carry the trace and span that measured a value in them,
+    # and those spans are the ones the demo exported.
+    spans = {(s["trace_id"], s["span_id"]) for s in iter_spans(str(tmp_path / ".hookscope"))}
+    for family in ("gen_ai_execute_tool_duration_seconds", "gen_ai_invoke_agent_duration_seconds"):
+        exemplars = _exemplars(openmetrics, family)
+        assert len(exemplars) >= 3, family
+        assert {(trace, span) for trace, span, _ in exemplars} <= spans, family
 
 
 @pytest.mark.parametrize(

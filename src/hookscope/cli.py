@@ -109,7 +109,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=("demo-coder",),
         metavar="A,B",
         help="demo agents to run, each its --sessions: demo-coder, careful (denies ~2%% of its "
-        "calls), reckless (~50%%: fires HookscopeDeniedCallRateHigh) (demo-coder)",
+        "calls), reckless (~50%%: HookscopeDeniedCallRateHigh), stuck (retries a refused "
+        "command: HookscopeDenyStorm too) (demo-coder)",
     )
     demo.add_argument(
         "--duration",

@@ -55,8 +55,9 @@ class Temper:
 
     Each ``p_*`` is the chance per session that the scripted model tries one risky call in
     turn 1; ``deploys`` makes it run ``make deploy`` (a command hook refuses it), ``pushes``
-    adds a force push and a cache wipe in turn 2 (refused), and ``looks_first`` the three
-    parallel searches of turn 0 (safe calls).
+    adds a force push and a cache wipe in turn 2 (refused), ``looks_first`` the three
+    parallel searches of turn 0 (safe calls), and ``retries`` repeats the refused ``sudo``
+    of turn 1 that many more times (an agent stuck in a loop).
     """
 
     p_write_outside: float
@@ -66,15 +67,18 @@ class Temper:
     deploys: bool = True
     pushes: bool = False
     looks_first: bool = True
+    retries: int = 0
 
 
 #: The demo's agents. ``demo-coder`` (the default) denies about a fifth of its calls;
-#: ``careful`` about one in twenty-five, under every alert; ``reckless`` about half, so
-#: HookscopeDeniedCallRateHigh (above 25%) fires for it and only for it.
+#: ``careful`` about one in fifty, under every policy alert; ``reckless`` half, spread over
+#: several tools, so HookscopeDeniedCallRateHigh (above 25%) fires for it but no deny storm;
+#: ``stuck`` retries one refused command until it is most of what it does: a deny storm.
 TEMPERS: Final = {
     AGENT: Temper(0.5, 0.4, 0.3, 0.3),
     "careful": Temper(0.0, 0.1, 0.0, 0.1, deploys=False),
     "reckless": Temper(1.0, 1.0, 1.0, 1.0, pushes=True, looks_first=False),
+    "stuck": Temper(0.0, 0.0, 1.0, 0.0, deploys=False, retries=20),
 }
 
 
@@ -343,12 +347,8 @@ class DemoAgent:
                     (ToolCall("run_command", {"CommandLine": "rm -rf build/"}), tools.run_command)
                 )
             if rng.random() < temper.p_sudo:
-                plan.append(
-                    (
-                        ToolCall("run_command", {"CommandLine": "sudo apt-get install tzdata"}),
-                        tools.run_command,
-                    )
-                )
+                sudo = ToolCall("run_command", {"CommandLine": "sudo apt-get install tzdata"})
+                plan += [(sudo, tools.run_command)] * (1 + temper.retries)
             if rng.random() < temper.p_delete_branch:
                 plan.append(
                     (

@@ -120,9 +120,10 @@ def run_demo(args: argparse.Namespace) -> int:
         telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(recorded))
     server = None
     if args.prometheus_port is not None:
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from hookscope.telemetry._scrape import ExemplarPrometheusReader
 
-        telemetry.meter_provider.add_metric_reader(PrometheusMetricReader())  # type: ignore[attr-defined]
+        reader = ExemplarPrometheusReader()  # buckets carry trace exemplars (OpenMetrics)
+        telemetry.meter_provider.add_metric_reader(reader)  # type: ignore[attr-defined]
         server, _ = _serve_prometheus(args.prometheus_port)
     hook = OTelHook(
         telemetry.tracer_provider,
