@@ -903,9 +903,11 @@ async def test_histogram_values_carry_exemplars_of_the_span_they_measured(
     tools = sorted(s.context.span_id for s in spans if s.name == "execute_tool t")
     (turn_span,) = [s for s in spans if s.name == "invoke_agent agent"]
     assert exemplars["gen_ai.invoke_agent.duration"] == [turn_span.context.span_id]
-    # One exemplar per bucket: both calls fall in the same one, which keeps one of them.
-    (tool_exemplar,) = exemplars["gen_ai.execute_tool.duration"]
-    assert tool_exemplar in tools
+    # One exemplar per bucket: both calls fall in the same one, which keeps one of them (on a
+    # loaded machine one call may take longer and land in the next bucket, with its own).
+    tool_exemplars = exemplars["gen_ai.execute_tool.duration"]
+    assert 1 <= len(tool_exemplars) <= 2
+    assert set(tool_exemplars) <= set(tools)
 
 
 async def test_a_tool_duration_is_its_span_duration(otel_hook: OTelHook, rec: Recording) -> None:

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from hookscope import telemetry
-from hookscope.telemetry.content import render
-from hookscope.telemetry.redaction import (
+from hookscope.redaction import (
     REDACTED,
     Redactor,
     add_redaction_pattern,
@@ -22,6 +21,7 @@ from hookscope.telemetry.redaction import (
     redact,
     redact_text,
 )
+from hookscope.telemetry.content import render
 
 PROBE_KEYS = [
     "token", "secret", "password", "api_key", "authorization", "cookie", "bearer", "auth",
@@ -227,10 +227,29 @@ def test_redaction_imports_without_the_opentelemetry_sdk() -> None:
                 return None
 
         sys.meta_path.insert(0, Block())
-        from hookscope.telemetry.redaction import redact
+        from hookscope.redaction import redact
         from hookscope.telemetry import add_redaction_pattern
+        from hookscope.telemetry.redaction import mask_url
         print(redact({"token": "t"}), sorted(m for m in sys.modules if "opentelemetry" in m))
         """
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "{'token': '[REDACTED]'} []"
+
+
+def test_the_old_names_are_the_core_module_s_names() -> None:
+    import hookscope.redaction as core
+    import hookscope.telemetry.redaction as old
+
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(core, name), name
+    assert telemetry.add_redaction_pattern is core.add_redaction_pattern
+
+
+def test_the_builtins_and_the_engine_redact_without_importing_telemetry() -> None:
+    code = (
+        "import sys, hookscope.builtins, hookscope.engine; "
+        "print(sorted(m for m in sys.modules if m.startswith('hookscope.telemetry')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

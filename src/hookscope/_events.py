@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Generic, Literal, TypeVar, final, get_args
@@ -37,6 +38,7 @@ __all__ = [
     "ALLOW",
     "GO_ON",
     "RULES",
+    "SKIPPED_GUARDS",
     "STOP",
     "TENTATIVE",
     "Fold",
@@ -229,6 +231,19 @@ class _PreTurnRule(Rule[HookResult]):
         return HookResult.deny(_failure_message(hook_name, event, error))
 
 
+class _PostTurnRule(Rule[HookResult | None]):
+    """Every hook runs (an inspect event: failures are ignored). A hook that returns
+    ``HookResult.deny(message)`` asks the agent not to stop yet but to go on with ``message``
+    (Claude Code's ``Stop`` block); the first such request is the result. Other values are
+    ignored, as post_turn hooks were only ever expected to return ``None``."""
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if type(value) is HookResult and not value.allow and fold.result is None:
+            fold.result = value
+            return TENTATIVE
+        return GO_ON
+
+
 class _PreToolCallRule(_PreTurnRule):
     """pre_turn's rule plus argument merging, asks, and binding the policy's verdict to the
     arguments it saw."""
@@ -414,6 +429,7 @@ class _PreCompactionRule(Rule[str | None]):
 
 _INSPECT: Final = Rule[None]()
 PRE_TURN: Final = _PreTurnRule()
+POST_TURN: Final = _PostTurnRule()
 PRE_TOOL_CALL: Final = _PreToolCallRule()
 PRE_LLM_REQUEST: Final = _PreLlmRequestRule()
 ON_LLM_RESPONSE: Final = _OnLlmResponseRule()
@@ -426,7 +442,7 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "on_session_start": _INSPECT,
     "on_session_end": _INSPECT,
     "pre_turn": PRE_TURN,
-    "post_turn": _INSPECT,
+    "post_turn": POST_TURN,
     "pre_llm_request": PRE_LLM_REQUEST,
     "on_llm_response": ON_LLM_RESPONSE,
     "pre_tool_call": PRE_TOOL_CALL,
@@ -438,12 +454,54 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
 }
 
 
+class _SkippedGuards:
+    """How many times each fail-open decide hook failed and let its call or turn go on
+    unjudged, process-wide (:func:`hookscope.runner.skipped_guards`)."""
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def add(self, name: str, event: str) -> int:
+        with self._lock:  # dispatches in several threads may skip at once
+            count = self._counts.get((name, event), 0) + 1
+            self._counts[(name, event)] = count
+        return count
+
+    def snapshot(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+SKIPPED_GUARDS: Final = _SkippedGuards()
+
+
 def hook_failed(
     rule: Rule[Any], registration: Registration, event: HookEvent, fold: Fold, error: Exception
 ) -> bool:
-    """Apply the failure table (DESIGN §2); return whether the dispatch stops here."""
-    closes = rule.kind == "decide" and not registration.fail_open
+    """Apply the failure table (DESIGN §2); return whether the dispatch stops here.
+
+    A decide hook that fails open (``fail_open``/``on_failure = "allow"``) lets its call or
+    turn go on without a verdict: every such skip is counted (:data:`SKIPPED_GUARDS`) and
+    logged at WARNING, never silent.
+    """
+    decide = rule.kind == "decide"
+    closes = decide and not registration.fail_open
     consequence = "failing closed" if closes else "ignored"
+    if decide and not closes:
+        skipped = SKIPPED_GUARDS.add(registration.name, event)
+        logger.warning(
+            "guard %r skipped in %s: it failed (%s) and fails open, so this %s goes on "
+            "unjudged (skipped %d times)",
+            registration.name,
+            event,
+            type(error).__name__,
+            "call" if event == "pre_tool_call" else "step",
+            skipped,
+        )
+        consequence = "skipped, fails open"
     if registration.failed_before:
         logger.debug(
             "hook %r failed again in %s: %r (%s)", registration.name, event, error, consequence

@@ -1,6 +1,9 @@
-"""Workspace containment for file tools: does a path a tool will touch stay inside a root?
+"""Where a path really leads, and whether it stays inside a workspace.
 
-Used by :func:`hookscope.policy.workspace_only`. A path is inside a root when, after the
+One resolver (:func:`resolve_path`) serves both :func:`hookscope.policy.workspace_only` and
+the ``paths`` of :class:`hookscope.matching.HookMatcher`, so a spelling that fools one
+(``//etc/hosts``, ``/proc/self/root/etc/hosts``, ``../../etc/hosts``, a symlink into ``/etc``)
+fools neither. A path is inside a root when, after the
 operating system's view of it is reconstructed (``..`` and symlinks resolved), it equals the
 root or lies below it by whole path components: ``/w/app2`` is not inside ``/w/app``.
 
@@ -37,6 +40,7 @@ __all__ = [
     "PathRejected",
     "WorkspaceGuard",
     "resolve_for_containment",
+    "resolve_path",
 ]
 
 
@@ -61,7 +65,7 @@ class PathRejected(HookscopeError):
     """A path cannot be shown to stay inside the workspace; the message says why."""
 
 
-def _check_text(value: object) -> str:
+def _check_text(value: object, base: str | None = None) -> str:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str):
@@ -78,14 +82,29 @@ def _check_text(value: object) -> str:
     if size >= PATH_MAX:
         raise PathRejected(f"is longer than the system's PATH_MAX ({PATH_MAX - 1} bytes)")
     if not value or not os.path.isabs(value):
-        # The tool would resolve a relative path against its own working directory, which
-        # this check cannot know; anchoring it anywhere else would check the wrong file.
-        raise PathRejected("is not an absolute path")
+        if base is None or not value:
+            # The tool would resolve a relative path against its own working directory, which
+            # this check cannot know; anchoring it anywhere else would check the wrong file.
+            raise PathRejected("is not an absolute path")
+        return _check_text(os.path.join(base, value))
     return value
 
 
 def resolve_for_containment(value: object) -> str:
+    """The real absolute path a file tool would touch for an absolute ``value``.
+
+    :func:`resolve_path` without a base: a relative path is rejected.
+    """
+    return resolve_path(value)
+
+
+def resolve_path(value: object, base: str | None = None) -> str:
     """Return the real absolute path a file tool would touch for ``value``.
+
+    Args:
+        value: The path as the tool was given it.
+        base: The directory a relative ``value`` is taken from (an absolute path); a relative
+            ``value`` is rejected when ``None``.
 
     The path is walked from the root, one component at a time, as the kernel does: ``.`` is
     skipped, ``..`` steps to the parent of the (already real) directory reached, a symlink is
@@ -99,7 +118,7 @@ def resolve_for_containment(value: object) -> str:
             resolved (a symlink loop, a dangling symlink, a non-directory in the middle, a
             ``..`` below a directory that does not exist yet, no permission).
     """
-    parts = _check_text(value).split(os.sep)
+    parts = _check_text(value, base).split(os.sep)
     current = os.sep  # real and existing at every step
     is_dir = True
     links = 0

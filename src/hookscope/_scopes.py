@@ -50,8 +50,8 @@ def is_cancellation(error: BaseException) -> bool:
     return isinstance(error, (asyncio.CancelledError, KeyboardInterrupt))
 
 
-def _ended_by(error: BaseException) -> Literal["cancelled", "failed"]:
-    """How a session or turn that ``error`` ended is recorded."""
+def ended_by(error: BaseException) -> Literal["cancelled", "failed"]:
+    """How a session or turn that ``error`` ended is recorded (the one rule, adapters too)."""
     return "cancelled" if is_cancellation(error) else "failed"
 
 
@@ -139,7 +139,7 @@ class SessionScope:
         if error is None:
             context.outcome = "completed"
         else:
-            context.outcome = _ended_by(error)
+            context.outcome = ended_by(error)
         self._state = _CLOSED
         try:
             await self._runner.dispatch_on_session_end(context)
@@ -191,7 +191,7 @@ class TurnScope:
             runner.notifier.scope_started(context)
             self.result = await runner.dispatch_pre_turn(context, context.prompt)
         except BaseException as error:
-            self._close(_ended_by(error), error)
+            self._close(ended_by(error), error)
             raise
         return self
 
@@ -202,14 +202,14 @@ class TurnScope:
         traceback: TracebackType | None,
     ) -> None:
         if exc is not None:
-            self._close(_ended_by(exc), exc)
+            self._close(ended_by(exc), exc)
         elif not self.allowed:
             self._close("blocked", None)
         else:
             try:
                 await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
             except BaseException as error:
-                self._close(_ended_by(error), error)
+                self._close(ended_by(error), error)
                 raise
             self._close("completed", None)
 
@@ -261,47 +261,7 @@ class TurnScope:
     async def _run_tool(
         self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
     ) -> ToolOutcome:
-        runner = self._runner
-        decided = await runner.dispatch("pre_tool_call", operation, freeze_call(call))
-        verdict: HookResult = decided.result
-        effective: ToolCall = decided.data
-        if not verdict.allow:
-            return ToolOutcome(
-                allowed=False,
-                call=effective,
-                message=verdict.message,
-                decision=verdict.decision,
-                decided_by=decided.decided_by,
-            )
-        started = perf_counter()
-        try:
-            value = fn(**effective.args)
-            if value is not None and is_awaitable(value):
-                value = await value
-        except Exception as error:
-            recovered = await runner.dispatch("on_tool_error", operation, error)
-            recovery = recovered.result
-            if recovery is None:
-                raise  # the tool's own exception, unchanged
-            return ToolOutcome(
-                allowed=True,
-                call=effective,
-                value=recovery.value,
-                error=error,
-                recovered=True,
-                message=recovery.message,
-                decision=verdict.decision,
-                decided_by=recovered.decided_by,
-            )
-        result = ToolResult(effective, value, perf_counter() - started)
-        await runner.dispatch("post_tool_call", operation, result)
-        return ToolOutcome(
-            allowed=True,
-            call=effective,
-            value=value,
-            decision=verdict.decision,
-            decided_by=decided.decided_by,
-        )
+        return await run_tool(self._runner, operation, call, lambda effective: fn(**effective.args))
 
     async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
         """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""
@@ -341,3 +301,60 @@ class TurnScope:
         """Put a model response to ``on_llm_response`` hooks: accept, block or retry."""
         self._require_active("receive a model response")
         return await self._runner.dispatch_on_llm_response(self.context, response)
+
+
+async def run_tool(
+    runner: HookRunner,
+    operation: OperationContext,
+    call: ToolCall,
+    invoke: Callable[[ToolCall], Any],
+) -> ToolOutcome:
+    """One tool call through the hooks, inside an operation scope already open.
+
+    ``pre_tool_call`` decides; an allowed call runs ``invoke(effective_call)`` (its value
+    awaited when awaitable), then ``post_tool_call``; a raising tool goes to ``on_tool_error``.
+    :meth:`TurnScope.call_tool` and the adapters' around seams share it.
+
+    Raises:
+        Exception: the tool's own exception, unchanged, when no hook recovered it.
+    """
+    decided = await runner.dispatch("pre_tool_call", operation, freeze_call(call))
+    verdict: HookResult = decided.result
+    effective: ToolCall = decided.data
+    if not verdict.allow:
+        return ToolOutcome(
+            allowed=False,
+            call=effective,
+            message=verdict.message,
+            decision=verdict.decision,
+            decided_by=decided.decided_by,
+        )
+    started = perf_counter()
+    try:
+        value = invoke(effective)
+        if value is not None and is_awaitable(value):
+            value = await value
+    except Exception as error:
+        recovered = await runner.dispatch("on_tool_error", operation, error)
+        recovery = recovered.result
+        if recovery is None:
+            raise  # the tool's own exception, unchanged
+        return ToolOutcome(
+            allowed=True,
+            call=effective,
+            value=recovery.value,
+            error=error,
+            recovered=True,
+            message=recovery.message,
+            decision=verdict.decision,
+            decided_by=recovered.decided_by,
+        )
+    result = ToolResult(effective, value, perf_counter() - started)
+    await runner.dispatch("post_tool_call", operation, result)
+    return ToolOutcome(
+        allowed=True,
+        call=effective,
+        value=value,
+        decision=verdict.decision,
+        decided_by=decided.decided_by,
+    )

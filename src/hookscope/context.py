@@ -10,11 +10,15 @@ and, once the scope has ended, its outcome.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final, Literal, final
 
 from hookscope.types import ToolCall
 
 __all__ = [
+    "NEST_SESSION_KEY",
+    "NO_RECOVERY_KEY",
+    "SUBAGENT_KEY",
     "HookContext",
     "OperationContext",
     "OperationKind",
@@ -22,6 +26,7 @@ __all__ = [
     "SessionOutcome",
     "TurnContext",
     "TurnOutcome",
+    "new_session_id",
 ]
 
 SessionOutcome = Literal["completed", "failed", "cancelled"]
@@ -29,6 +34,20 @@ TurnOutcome = Literal["completed", "blocked", "failed", "cancelled"]
 OperationKind = Literal["tool", "interaction"]
 
 _MISSING: Final = object()
+
+# Keys adapters set on contexts so telemetry records an SDK's structure (DESIGN §10).
+#: A session context holding ``True`` under this key nests under the span current when it starts.
+NEST_SESSION_KEY: Final = "hookscope.nest_session"
+#: A turn context holding ``(agent name, conversation id)`` under this key is a subagent's run.
+SUBAGENT_KEY: Final = "hookscope.subagent"
+#: An operation context holding ``True`` under this key belongs to an SDK where no result can
+#: replace a tool's error (Claude Agent SDK): a ``Recovery`` is recorded as not recovered.
+NO_RECOVERY_KEY: Final = "hookscope.no_recovery"
+
+
+def new_session_id() -> str:
+    """A random session id (32 hex digits), for sessions nobody named."""
+    return os.urandom(16).hex()
 
 
 class HookContext:

@@ -13,11 +13,12 @@ Example::
 
 from __future__ import annotations
 
-import os.path
+import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final, final
 
+from hookscope._paths import PathRejected, resolve_path
 from hookscope.context import HookContext, OperationContext
 from hookscope.types import ToolCall, ToolResult
 
@@ -123,8 +124,11 @@ class HookMatcher:
             against the whole name (``"mcp__.*"``); a call matches by its bare or its
             ``server/name`` form. ``None``, ``""`` or ``"*"``: every tool.
         paths: Glob patterns (``"/etc/**"``, ``"**/*.env"``) matched against the call's path
-            arguments (:data:`PATH_ARGUMENTS`), as given and with ``..`` folded; a call with no
-            path argument does not match.
+            arguments (:data:`PATH_ARGUMENTS`): as spelled, with ``..`` folded, and as the
+            operating system resolves them (symlinks, ``//``, ``/proc/self/root``; a relative
+            path from the current directory), by the resolver ``workspace_only`` uses. A path
+            that cannot be resolved (a dangling symlink, a loop, over ``PATH_MAX``) matches,
+            so the guard sees it; a call with no path argument does not match.
         tiers: Tool tiers (``"observe"``, ``"confirm"``) looked up in the tier table stored in
             the context under :data:`TIERS_KEY`; a call whose tool has no tier does not match.
 
@@ -260,6 +264,14 @@ class HookMatcher:
                 continue
             # The folded form too: "/tmp/../etc/passwd" is a path under /etc.
             if regex.fullmatch(value) or regex.fullmatch(os.path.normpath(value)):
+                return True
+            # Then where it really leads, as workspace_only sees it: a symlink into /etc,
+            # "//etc/hosts", "/proc/self/root/etc/hosts" or "../../etc/hosts" is under /etc.
+            try:
+                real = resolve_path(value, os.getcwd())
+            except (PathRejected, OSError):
+                return True  # where it leads is unknown: let the guard see the call
+            if regex.fullmatch(real):
                 return True
         return False
 

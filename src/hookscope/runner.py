@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from time import perf_counter
 from typing import Any, Final, Generic, TypeVar, cast, final
 
@@ -25,6 +24,7 @@ from hookscope import _events as rules
 from hookscope._events import (
     GO_ON,
     RULES,
+    SKIPPED_GUARDS,
     STOP,
     Fold,
     HookFailure,
@@ -49,6 +49,7 @@ from hookscope.context import (
     OperationContext,
     SessionContext,
     TurnContext,
+    new_session_id,
 )
 from hookscope.hooks import CategoryHook, Hook, HookEvent
 from hookscope.types import (
@@ -68,6 +69,7 @@ from hookscope.types import (
 )
 
 __all__ = [
+    "Confirm",
     "Dispatch",
     "DispatchObserver",
     "HookFailure",
@@ -79,7 +81,10 @@ __all__ = [
     "ToolOutcome",
     "TurnScope",
     "abandoned_hooks",
+    "ask_text",
     "current_hook_run",
+    "settle_ask",
+    "skipped_guards",
 ]
 
 logger = logging.getLogger("hookscope")
@@ -94,6 +99,16 @@ _CURRENT_RUN: Final[contextvars.ContextVar[HookRun | None]] = contextvars.Contex
 def current_hook_run() -> HookRun | None:
     """The run of the command or prompt hook being called, for it to report attributes."""
     return _CURRENT_RUN.get()
+
+
+def skipped_guards() -> dict[tuple[str, str], int]:
+    """How many times each fail-open decide hook failed and let a call (or turn, or model
+    request) go on unjudged in this process, by ``(hook name, event)``.
+
+    Each skip is also logged at WARNING on the ``hookscope`` logger, and observers see the
+    hook's failure (``OTelHook`` counts it in ``hookscope.hook.failures``).
+    """
+    return SKIPPED_GUARDS.snapshot()
 
 
 @final
@@ -259,18 +274,34 @@ class HookRunner:
     # --- the dispatch loop ---
 
     def dispatch(
-        self, event: HookEvent, context: HookContext, data: Any
+        self,
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        *,
+        confirm: Confirm | None = None,
     ) -> Coroutine[Any, Any, Dispatch[Any]]:
         """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2); await it.
 
         For adapters and scopes; agent loops use the scopes or the typed ``dispatch_*``
         coroutines. (A plain function returning the loop's coroutine: no extra frame per
         dispatch.)
+
+        Args:
+            confirm: Settles an ask every hook let stand (``pre_tool_call``), instead of the
+                ``on_interaction`` hooks: an adapter hands the question to the SDK's own
+                approval this way (``ask="native"``); build its answer with
+                :func:`settle_ask`.
         """
-        return self._run(RULES[event], event, context, data)
+        return self._run(RULES[event], event, context, data, confirm)
 
     async def _run(
-        self, rule: Rule[R], event: HookEvent, context: HookContext, data: Any
+        self,
+        rule: Rule[R],
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+        confirm: Confirm | None = None,
     ) -> Dispatch[R]:
         registrations = self._table.by_event[event]
         notifier = self.notifier
@@ -318,7 +349,8 @@ class HookRunner:
         result = rule.finish(fold)
         decided_by = decided_by or tentative
         if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
-            result = cast(R, await self._confirm(context, cast(HookResult, result)))
+            settle = confirm or self._confirm
+            result = cast(R, await settle(context, cast(HookResult, result)))
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
         return Dispatch(result, fold.data, decided_by)
@@ -359,32 +391,13 @@ class HookRunner:
         Only an answer ``"allow"`` lets the call run; no answer, another answer or a failing
         hook denies (fail closed).
         """
-        call = context.call if isinstance(context, OperationContext) else None
-        text = asked.message or (
-            f"allow the call to {call.name!r}?" if call is not None else "allow this call?"
+        question = Question(
+            text=ask_text(context, asked), options=("allow", "deny"), id="confirm", kind="confirm"
         )
-        question = Question(text=text, options=("allow", "deny"), id="confirm", kind="confirm")
         asking = await self._run(rules.ON_INTERACTION, "on_interaction", context, (question,))
         answers = asking.result
         reply = next((a for a in answers or () if a.question_id in ("", question.id)), None)
-        approved = reply is not None and reply.text == "allow"
-        policy = asked.decision
-        reason = asked.message or text
-        decision = PolicyDecision(
-            decision=Decision.ASK_USER,
-            outcome="allowed" if approved else "denied",
-            rule=policy.rule if policy is not None else None,
-            bucket=policy.bucket if policy is not None else None,
-            reason=reason,
-            asked_user=True,
-            user_approved=None if reply is None else approved,
-        )
-        if approved:
-            return HookResult(
-                allow=True, message=reason, modified_args=asked.modified_args, decision=decision
-            )
-        why = "the user did not confirm" if reply is None else f"the user answered {reply.text!r}"
-        return HookResult(allow=False, message=f"{reason} ({why})", decision=decision)
+        return settle_ask(context, asked, None if reply is None else reply.text)
 
     # --- low-level dispatch, one coroutine per event (for adapters) ---
 
@@ -481,8 +494,47 @@ class HookRunner:
             session_id: The session's id; a random one when ``None``.
             provider: The model provider the agent uses (``gen_ai.provider.name``), if known.
         """
-        context = SessionContext(session_id or os.urandom(16).hex(), agent_name, provider)
+        context = SessionContext(session_id or new_session_id(), agent_name, provider)
         return SessionScope(self, context)
+
+
+#: Settles a pending ask: ``(context, asked) -> the final HookResult`` (see :func:`settle_ask`).
+Confirm = Callable[[HookContext, HookResult], Awaitable[HookResult]]
+
+
+def ask_text(context: HookContext, asked: HookResult) -> str:
+    """The question a pending ask puts to the user."""
+    call = context.call if isinstance(context, OperationContext) else None
+    return asked.message or (
+        f"allow the call to {call.name!r}?" if call is not None else "allow this call?"
+    )
+
+
+def settle_ask(context: HookContext, asked: HookResult, answer: str | None) -> HookResult:
+    """The verdict a pending ask becomes once answered.
+
+    Only the answer ``"allow"`` lets the call run; no answer (``None``) or another answer
+    denies (fail closed). The policy decision records that the user was asked and what they
+    said.
+    """
+    approved = answer == "allow"
+    policy = asked.decision
+    reason = asked.message or ask_text(context, asked)
+    decision = PolicyDecision(
+        decision=Decision.ASK_USER,
+        outcome="allowed" if approved else "denied",
+        rule=policy.rule if policy is not None else None,
+        bucket=policy.bucket if policy is not None else None,
+        reason=reason,
+        asked_user=True,
+        user_approved=None if answer is None else approved,
+    )
+    if approved:
+        return HookResult(
+            allow=True, message=reason, modified_args=asked.modified_args, decision=decision
+        )
+    why = "the user did not confirm" if answer is None else f"the user answered {answer!r}"
+    return HookResult(allow=False, message=f"{reason} ({why})", decision=decision)
 
 
 def _deprecated(old: str, new: str) -> None:

@@ -17,9 +17,9 @@ from time import perf_counter
 from typing import Any, Final, final
 
 from hookscope.builtins._options import positive_int, state_key
-from hookscope.builtins._redact import redact
 from hookscope.context import HookContext, OperationContext
 from hookscope.hooks import HookEvent
+from hookscope.redaction import redact_json
 from hookscope.runner import DispatchObserver
 from hookscope.types import HookResult, HookscopeError, Recovery, ToolCall
 
@@ -134,13 +134,13 @@ class _Lines:
 def _json_encoder() -> Callable[[dict[str, Any]], str]:
     """A JSON encoder built once (``json.dumps`` builds a new C encoder on every call)."""
 
-    def unknown(value: object) -> str:  # redact() leaves none; never a repr, just in case
+    def unknown(value: object) -> str:  # redact_json() leaves none; never a repr, just in case
         return f"<{type(value).__name__}>"
 
     if c_make_encoder is None:  # pragma: no cover - interpreters without the C accelerator
         encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=unknown)
         return encoder.encode
-    # No circular-reference markers: redact() returns fresh, acyclic, depth-bounded data.
+    # No circular-reference markers: redact_json() returns fresh, acyclic, depth-bounded data.
     encode = c_make_encoder(None, unknown, encode_basestring, None, ":", ",", False, False, True)
     return lambda entry: "".join(encode(entry, 0))
 
@@ -206,7 +206,7 @@ class AuditLog(DispatchObserver):
     (the denial, confirmation or recovery note), ``error_type``, ``duration_s`` (the whole call,
     hooks included) and ``args`` (the effective arguments; values under secret-looking keys
     such as ``token``, ``password`` or ``apiKey`` are ``[REDACTED]``, by the project's rules in
-    :mod:`hookscope.telemetry.redaction`; other objects show only their type).
+    :mod:`hookscope.redaction`; other objects show only their type).
 
     Lines are written and handed to the OS one by one. Past ``max_bytes`` the file is renamed
     ``<path>.1``, ``<path>.2`` … (never deleted, never overwritten) and a new one started; a
@@ -225,7 +225,7 @@ class AuditLog(DispatchObserver):
         include_args: Record the (redacted) arguments.
         redact_values: Also search every argument string for secrets whatever its key (token
             formats, ``Bearer`` headers, passwords in URLs, private keys — the rules of
-            :mod:`hookscope.telemetry.redaction`). Off by default: it costs tens of
+            :mod:`hookscope.redaction`). Off by default: it costs tens of
             microseconds per call; values under secret-looking keys are always redacted.
 
     Raises:
@@ -373,8 +373,10 @@ class AuditLog(DispatchObserver):
             entry["error_type"] = type(failure).__name__
         entry["duration_s"] = round(perf_counter() - record.started, 6)
         if self.include_args and call is not None:
-            entry["args"] = redact(call.args, values=self.redact_values)
-        return (_encode(entry) + "\n").encode()
+            entry["args"] = redact_json(call.args, values=self.redact_values)
+        # A lone surrogate in an argument (model output) stands inside a JSON string, where
+        # backslashreplace writes the JSON escape: the line is valid JSON and never dropped.
+        return (_encode(entry) + "\n").encode("utf-8", "backslashreplace")
 
 
 def _outcome(record: _Call, error: BaseException | None) -> str:

@@ -34,10 +34,10 @@ from hookscope.demo.timeline import (
     summarize,
     summary_table,
 )
+from hookscope.redaction import mask_url
 from hookscope.telemetry._endpoint import probe, probe_address
 from hookscope.telemetry.files import TRACES_FILE, ReadProblems, TelemetryFileError, iter_spans
 from hookscope.telemetry.otel_hook import OTelHook
-from hookscope.telemetry.redaction import mask_url
 from hookscope.telemetry.setup import TelemetryConfigError, configure
 from hookscope.types import HookscopeError
 

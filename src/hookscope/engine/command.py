@@ -6,20 +6,19 @@ exit 2 to deny with stderr as the reason. Anything else — another status, a cr
 JSON, output past the cap, a timeout — is a hook failure, which on a decide event fails closed
 unless the hook was configured with ``on_failure = "allow"``.
 
-Programs run in their own session (process group) through asyncio, never blocking the loop;
-when a run is abandoned (its timeout, or the agent's cancellation) the whole group gets
-SIGTERM, then SIGKILL two seconds later, so no grandchild outlives it.
+Programs run in their own session through asyncio, never blocking the loop
+(:mod:`hookscope.engine._process`): the verdict is read when the program exits, children that
+keep its pipes open are killed with its group after a short grace, output is capped, and an
+abandoned run (its timeout, the agent's cancellation) is ended whole — SIGTERM, then SIGKILL
+two seconds later. A daemon that calls ``setsid`` leaves the group; the module docstring of
+``_process`` says what still reaches it and what does not.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
-import shlex
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +27,14 @@ from opentelemetry import propagate
 
 from hookscope.context import HookContext
 from hookscope.engine import _run
+from hookscope.engine._process import (
+    KILL_GRACE_S,
+    OUTPUT_LIMIT,
+    OutputTooLarge,
+    default_name,
+    executable_name,
+    run_program,
+)
 from hookscope.engine.envelope import (
     Verdict,
     build_envelope,
@@ -37,7 +44,7 @@ from hookscope.engine.envelope import (
 )
 from hookscope.hooks import CategoryHook, HookEvent
 from hookscope.runner import HookFailure
-from hookscope.types import HookscopeError, ToolCall
+from hookscope.types import ToolCall
 
 __all__ = ["DEFAULT_TIMEOUT", "KILL_GRACE_S", "OUTPUT_LIMIT", "CommandHook"]
 
@@ -45,121 +52,7 @@ logger = logging.getLogger("hookscope.engine")
 
 #: Seconds a command may run when its configuration names no timeout.
 DEFAULT_TIMEOUT: Final = 60.0
-#: Bytes of stdout (and, separately, of stderr) past which a run is a failure.
-OUTPUT_LIMIT: Final = 1024 * 1024
-#: Seconds between SIGTERM and SIGKILL to an abandoned run's process group.
-KILL_GRACE_S: Final = 2.0
-_CHUNK: Final = 64 * 1024
 _SHELL: Final = "/bin/sh"
-# A process group of its own is what lets an abandoned run be ended whole (killpg). Where
-# Python can (3.11+), only the group is new: a new *session* (setsid) also puts the program in
-# its own scheduler autogroup on Linux, which on a busy machine made every run measurably
-# slower (bench/bench_engine.py) for nothing a hook needs.
-_OWN_GROUP: Final[dict[str, Any]] = (
-    {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-)
-
-
-class _OutputTooLarge(HookscopeError):
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.stream = stream
-
-
-def _executable(command: str | None, args: Sequence[str] | None) -> str:
-    """The base name of the program a hook runs (recorded; the command line never is)."""
-    if args:
-        return os.path.basename(args[0])
-    assert command is not None
-    try:
-        words = shlex.split(command)
-    except ValueError:  # the shell will say what is wrong with the quoting
-        words = command.split()
-    return os.path.basename(words[0]) if words else _SHELL
-
-
-def _default_name(command: str | None, args: Sequence[str] | None) -> str:
-    """A readable default name: the script a command runs (``guard.py``), else its program."""
-    try:
-        words = list(args) if args else shlex.split(command or "")
-    except ValueError:
-        words = (command or "").split()
-    script = next((w for w in words[1:] if "/" in w and not w.startswith("-")), None)
-    return os.path.basename(script or (words[0] if words else "command"))
-
-
-async def _read_capped(stream: asyncio.StreamReader | None, label: str) -> bytes:
-    if stream is None:
-        return b""
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(_CHUNK):
-        size += len(chunk)
-        if size > OUTPUT_LIMIT:
-            raise _OutputTooLarge(label)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _feed(stdin: asyncio.StreamWriter | None, payload: bytes) -> None:
-    if stdin is None:
-        return
-    try:
-        stdin.write(payload)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # a program that does not read its input is allowed to exit first
-    finally:
-        stdin.close()
-        # Collects the pipe's own closing error too (Python 3.10 logs it as never retrieved).
-        with contextlib.suppress(Exception):
-            await stdin.wait_closed()
-
-
-async def _communicate(process: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
-    out = asyncio.ensure_future(_read_capped(process.stdout, "stdout"))
-    err = asyncio.ensure_future(_read_capped(process.stderr, "stderr"))
-    feed = asyncio.ensure_future(_feed(process.stdin, payload))
-    try:
-        await asyncio.gather(feed, out, err)
-    except BaseException:
-        for task in (feed, out, err):
-            task.cancel()
-        await asyncio.gather(feed, out, err, return_exceptions=True)
-        raise
-    return out.result(), err.result()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _drain(stream: asyncio.StreamReader | None) -> None:
-    while stream is not None and await stream.read(_CHUNK):
-        pass
-
-
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    """Wait out the grace period, SIGKILL whatever is left of the group, and reap it all."""
-    try:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), KILL_GRACE_S)
-        # Even when the program itself exited on SIGTERM, a child of it may have ignored it.
-        _signal_group(process.pid, signal.SIGKILL)
-        await process.wait()
-    except asyncio.CancelledError:  # the loop is closing: do not wait out the grace
-        _signal_group(process.pid, signal.SIGKILL)
-        await process.wait()
-        raise
-    finally:
-        # Read the pipes to their end (the group is gone, so the end comes): the transport
-        # closes only then. A process that left the group could hold them: give up after
-        # the grace.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(
-                asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
-            )
 
 
 class CommandHook(CategoryHook):
@@ -215,16 +108,14 @@ class CommandHook(CategoryHook):
         self.event = event  # type: ignore[misc]  # one class serves every event
         self.command = command
         self.args = args
-        self.name = name or _default_name(command, args)
+        self.name = name or default_name(command, args)
         self.timeout = timeout
         self.fail_open = fail_open
         self.matcher = matcher
         self.project_dir = str(Path(project_dir or os.getcwd()).resolve())
         self.tool_names = dict(tool_names or {})
-        self.executable = _executable(command, args)
+        self.executable = executable_name(command, args)
         self._argv = argv
-        #: Runs being terminated in the background (kept referenced until reaped).
-        self._reapers: set[asyncio.Future[None]] = set()
 
     def __repr__(self) -> str:
         return f"<CommandHook {self.name!r} on {self.event}>"
@@ -249,33 +140,21 @@ class CommandHook(CategoryHook):
             HookFailure: the program failed (see the module docstring).
         """
         event: HookEvent = self.event
-        payload = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        try:
+            payload = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        except Exception as error:  # a value that cannot be shown: this hook failed, loudly
+            raise HookFailure(f"cannot be given its input ({type(error).__name__})") from None
         _run.record(_run.PROCESS_EXECUTABLE_NAME, self.executable)
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self._argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                **_OWN_GROUP,
-                cwd=self.project_dir,
-                env=self._environment(),
+            status, stdout, stderr = await run_program(
+                self._argv, payload, cwd=self.project_dir, env=self._environment()
             )
         except OSError as error:
             raise HookFailure(
                 f"cannot start {self.executable!r} ({error.strerror or type(error).__name__})"
             ) from None
-        try:
-            stdout, stderr = await _communicate(process, payload)
-            status = await process.wait()
-        except _OutputTooLarge as too_large:
-            self._abandon(process)
-            raise HookFailure(
-                f"wrote more than {OUTPUT_LIMIT // (1024 * 1024)} MiB on {too_large.stream}"
-            ) from None
-        except BaseException:  # the runner's timeout, or the agent's cancellation
-            self._abandon(process)
-            raise
+        except OutputTooLarge as too_large:
+            raise HookFailure(str(too_large)) from None
         _run.record(_run.PROCESS_EXIT_CODE, status)
         return self._result(event, data, status, stdout, stderr)
 
@@ -301,11 +180,3 @@ class CommandHook(CategoryHook):
                 signame = f"signal {-status}"
             raise HookFailure(f"was killed by {signame}")
         raise HookFailure(f"exited with status {status}")
-
-    def _abandon(self, process: asyncio.subprocess.Process) -> None:
-        """Terminate ``process``'s group now; SIGKILL and reap it in the background."""
-        # The group, not only the program: a child it started may hold our pipes open.
-        _signal_group(process.pid, signal.SIGTERM)
-        reaper = asyncio.ensure_future(_reap(process))
-        self._reapers.add(reaper)
-        reaper.add_done_callback(self._reapers.discard)

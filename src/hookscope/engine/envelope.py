@@ -155,8 +155,14 @@ def build_envelope(
 
 
 def encode_envelope(envelope: Mapping[str, Any]) -> bytes:
-    """The envelope as UTF-8 JSON bytes (one line)."""
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode()
+    """The envelope as UTF-8 JSON bytes (one line).
+
+    Any string survives: a lone surrogate (``"\\ud800"``, which ``json.loads`` of model
+    output produces) can only stand inside a JSON string, where ``backslashreplace`` writes it
+    as the JSON escape ``\\ud800`` — escaped, never dropped, and still valid JSON.
+    """
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 # --- verdicts ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """OpenTelemetry for hookscope: the OTelHook observer, configure(), its instruments and names.
 
-The names are loaded on first use, so ``hookscope.telemetry.redaction`` (used by SDK-free
-modules such as the audit log) imports without the OpenTelemetry SDK.
+The names are loaded on first use, so importing this package (or
+``hookscope.telemetry.add_redaction_pattern``, which lives in the core :mod:`hookscope.redaction`)
+needs no OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hookscope.telemetry.redaction import add_redaction_pattern
+from hookscope.redaction import add_redaction_pattern
 
 if TYPE_CHECKING:
     from hookscope.telemetry.content import ContentCapture

@@ -2,7 +2,7 @@
 
 A :class:`Target` is where one signal goes, as log messages show it: credentials in an
 endpoint URL (``https://user:secret@host``, ``?api_key=…``) never reach a log line, an error
-message or ``repr(Telemetry)`` (:func:`hookscope.telemetry.redaction.mask_url`).
+message or ``repr(Telemetry)`` (:func:`hookscope.redaction.mask_url`).
 
 The probe: before the first export to an OTLP endpoint, and after a failure, a TCP connect to
 its host and port (at most :data:`PROBE_TIMEOUT_S`) must succeed before a batch is encoded
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, final
 from urllib.parse import urlsplit
 
-from hookscope.telemetry.redaction import mask_url
+from hookscope.redaction import mask_url
+from hookscope.types import HookscopeError
 
 __all__ = [
     "PROBE_TIMEOUT_S",
@@ -153,7 +154,7 @@ def status_of(exporter: object) -> HttpStatus | None:
     return _STATUSES.get(exporter)
 
 
-class EndpointRefused(Exception):
+class EndpointRefused(HookscopeError):
     """An OTLP/HTTP endpoint answered a batch with an error status."""
 
     def __init__(self, code: int) -> None:

@@ -37,8 +37,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.util.re import parse_env_headers
 
 from hookscope._version import __version__
+from hookscope.redaction import mask_url
 from hookscope.telemetry._endpoint import HttpStatus, Signal
-from hookscope.telemetry.redaction import mask_url
 from hookscope.types import HookscopeError
 
 __all__ = [

@@ -33,10 +33,10 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_PROTOCOL,
 )
 
+from hookscope.redaction import mask_url
 from hookscope.telemetry._endpoint import Signal
 from hookscope.telemetry._exporters import OtlpProtocol
 from hookscope.telemetry.files import DEFAULT_KEEP_FILES, DEFAULT_MAX_FILE_BYTES
-from hookscope.telemetry.redaction import mask_url
 from hookscope.types import HookscopeError
 
 __all__ = [

@@ -9,7 +9,7 @@ value is a configuration error, never a silent default.
 
 Messages follow the conventions' JSON schema (``[{role, parts: [{type, content}]}]``, output
 messages with a ``finish_reason``). Every captured value is truncated and redacted by
-:mod:`hookscope.telemetry.redaction` (secret-looking keys at any depth, secrets inside strings).
+:mod:`hookscope.redaction` (secret-looking keys at any depth, secrets inside strings).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from opentelemetry._logs import Logger
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from hookscope.redaction import DEFAULT, REDACTED, Redactor, redact
 from hookscope.telemetry import semconv as sc
-from hookscope.telemetry.redaction import DEFAULT, REDACTED, Redactor, redact
 
 __all__ = [
     "CAPTURE_ENV",

@@ -34,8 +34,18 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from hookscope._version import __version__
-from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
+from hookscope.context import (
+    NEST_SESSION_KEY,
+    NO_RECOVERY_KEY,
+    SUBAGENT_KEY,
+    HookContext,
+    OperationContext,
+    SessionContext,
+    TurnContext,
+)
 from hookscope.hooks import HookEvent
+from hookscope.redaction import DEFAULT as DEFAULT_REDACTOR
+from hookscope.redaction import Redactor
 from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
@@ -51,8 +61,6 @@ from hookscope.telemetry._scopes import (
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
-from hookscope.telemetry.redaction import DEFAULT as DEFAULT_REDACTOR
-from hookscope.telemetry.redaction import Redactor
 
 __all__ = [
     "EVENTS_ENV",
@@ -71,10 +79,6 @@ _LAYOUTS: Final = ("session", "turn")
 EventForm = Literal["span", "log", "both"]
 EVENTS_ENV: Final = "HOOKSCOPE_EVENTS"
 _EVENT_FORMS: Final = ("span", "log", "both")
-#: A session context holding ``True`` under this key nests under the span current when it starts.
-NEST_SESSION_KEY: Final = "hookscope.nest_session"
-#: A turn context holding ``(agent name, conversation id)`` under this key is a subagent's run.
-SUBAGENT_KEY: Final = "hookscope.subagent"
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
 #: Command and prompt hook names remembered for the hook-type label; hooks are configured,
@@ -538,4 +542,6 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         key, handler = route
         record = context.get(key)
         if record is not None:
+            if result is not None and event == "on_tool_error" and context.get(NO_RECOVERY_KEY):
+                result = None  # the SDK cannot put a recovery in the error's place
             handler(record, data, result, decided_by)

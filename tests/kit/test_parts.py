@@ -1,0 +1,160 @@
+"""The kit's smaller parts: identity, the around seam, correlation, binding, the runner."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import baggage
+from opentelemetry import context as otel_context
+
+from hookscope import HookRunner, ToolCall
+from hookscope.engine import ConfigError
+from hookscope.integrations._kit import (
+    Governor,
+    OpIndex,
+    SessionBinder,
+    ambient_session_id,
+    choose_session_id,
+    env_flag,
+    resolve_runner,
+    run_tool,
+)
+from hookscope.policy import deny, enforce
+from hookscope.telemetry import OTelHook
+from hookscope.testing import recording
+from hookscope.types import Recovery
+
+
+def test_an_explicit_id_beats_the_ambient_one_which_beats_the_sdk_id() -> None:
+    assert choose_session_id("app", "ambient", "sdk") == "app"
+    assert choose_session_id(None, "ambient", "sdk") == "ambient"
+    assert choose_session_id(None, None, "sdk") == "sdk"
+    random_id = choose_session_id()
+    assert len(random_id) == 32
+    assert random_id != choose_session_id()
+
+
+def test_the_ambient_id_is_read_from_the_context_value_then_baggage() -> None:
+    assert ambient_session_id() is None
+    token = otel_context.attach(otel_context.set_value("session.id", "from-context"))
+    try:
+        assert ambient_session_id() == "from-context"
+    finally:
+        otel_context.detach(token)
+    token = otel_context.attach(baggage.set_baggage("session.id", "from-baggage"))
+    try:
+        assert ambient_session_id() == "from-baggage"
+    finally:
+        otel_context.detach(token)
+
+
+async def test_the_application_session_id_stays_and_the_sdk_id_is_the_conversation_id() -> None:
+    with recording() as rec:
+        gov = Governor(HookRunner([rec.hook]), "t", agent_name="a")
+        session = await gov.open_session(ambient_id="app-session", sdk_id="cli-uuid")
+        await session.end()
+    (span,) = rec.spans
+    assert span.attributes is not None
+    assert span.attributes["session.id"] == "app-session"
+    assert span.attributes["gen_ai.conversation.id"] == "cli-uuid"
+
+
+async def test_the_around_seam_runs_the_effective_call_and_recovers() -> None:
+    from hookscope import hooks
+
+    @hooks.on_tool_error
+    def recover(error: Exception) -> Recovery:
+        return Recovery(f"recovered {type(error).__name__}")
+
+    gov = Governor(HookRunner([enforce([deny("rm")]), recover]), "t")
+    session = await gov.open_session()
+    turn = await session.start_turn("x")
+    ran: list[ToolCall] = []
+
+    async def invoke(call: ToolCall) -> Any:
+        ran.append(call)
+        if call.name == "bad":
+            raise ValueError("x")
+        return call.args["a"] + 1
+
+    ok = await run_tool(turn, ToolCall("inc", {"a": 1}, id="1"), invoke)
+    denied = await run_tool(turn, ToolCall("rm", {}, id="2"), invoke)
+    recovered = await run_tool(turn, ToolCall("bad", {}, id="3"), invoke)
+    await session.end()
+    assert (ok.allowed, ok.value) == (True, 2)
+    assert denied.allowed is False
+    assert [c.name for c in ran] == ["inc", "bad"]
+    assert recovered.recovered
+    assert recovered.value == "recovered ValueError"
+    assert turn.ops == []
+
+
+def test_op_index_finds_by_id_then_key_then_shape_and_keeps_closed_ones_briefly() -> None:
+    index: OpIndex[str] = OpIndex()
+    index.add("a", call_id="c1")
+    index.add("b", lane="main", tool="Bash", args={"command": "ls"})
+    index.bind("tool_use_id", "t-9", "a")
+    assert index.find(call_id="c1") == "a"
+    assert index.find(key=("tool_use_id", "t-9")) == "a"
+    assert index.find(lane="main", tool="Bash", args={"command": "ls"}) == "b"
+    assert index.find(lane="main", tool="Bash", args={"command": "pwd"}) is None
+    index.bind_id("c2", "b")
+    assert index.find(lane="main", tool="Bash") is None
+    assert index.find(call_id="c2") == "b"
+    index.close("a")
+    assert index.find(call_id="c1") == "a"  # lingers
+
+
+def test_session_binder_binds_unhashable_objects_weakly() -> None:
+    @dataclass
+    class Options:  # a dataclass with eq: unhashable, like the SDKs' options
+        x: int = 0
+
+    binder: SessionBinder[Options, str] = SessionBinder()
+    options = Options()
+    binder.bind(options, "state")
+    assert binder.get(options) == "state"
+    assert binder.get(Options()) is None
+    del options
+    gc.collect()
+    assert list(binder.values()) == []
+
+
+def test_resolve_runner_adds_an_otel_hook_only_when_the_runner_has_none() -> None:
+    runner = HookRunner()
+    same, undo = resolve_runner(runner)
+    assert same is runner
+    assert any(isinstance(o, OTelHook) for o in runner.notifier.observers)
+    undo()
+    assert runner.notifier.observers == ()
+    traced = HookRunner([OTelHook()])
+    _, undo = resolve_runner(traced)
+    assert len(traced.notifier.observers) == 1
+
+
+def test_resolve_runner_loads_hookscope_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "hookscope.toml"
+    config.write_text(
+        '[[hooks.pre_tool_call]]\nmatcher = "Bash"\ntype = "command"\ncommand = "exit 0"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("HOOKSCOPE_CONFIG", str(config))
+    runner, _ = resolve_runner()
+    assert len(runner.hook_names("pre_tool_call")) == 1
+    monkeypatch.setenv("HOOKSCOPE_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError):
+        resolve_runner()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("true", True), ("0", False), ("", True), ("maybe", True)]
+)
+def test_env_flag(monkeypatch: pytest.MonkeyPatch, raw: str, expected: bool) -> None:
+    monkeypatch.setenv("HOOKSCOPE_TEST_FLAG", raw)
+    assert env_flag("HOOKSCOPE_TEST_FLAG", default=True) is expected
