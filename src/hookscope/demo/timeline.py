@@ -96,12 +96,10 @@ def is_session(span: Span) -> bool:
 
 def session_id(span: Span) -> object:
     """The session a span belongs to: its ``session.id``; a turn-layout session span has
-    none (so Phoenix shows no empty first turn) and is known by its conversation id."""
+    none (so Phoenix shows no empty first turn) and names it in ``hookscope.session.id``."""
     a = span["attributes"]
     found = a.get(sc.SESSION_ID)
-    if found is None and _is_session(span):
-        return a.get(sc.GEN_AI_CONVERSATION_ID)
-    return found
+    return a.get(sc.SESSION_KEY) if found is None else found
 
 
 def _is_session(span: Span) -> bool:

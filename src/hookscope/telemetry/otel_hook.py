@@ -237,15 +237,15 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         # its adapter asks to nest it there (NEST_SESSION_KEY, e.g. an agent run in a tool).
         nested = ambient.is_valid and context.get(NEST_SESSION_KEY) is True
         start_ns = time_ns()
-        attributes = {
-            sc.GEN_AI_CONVERSATION_ID: session_id,
-            sc.GEN_AI_AGENT_NAME: agent,
-            sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
-        }
-        # With a trace per turn, the session span is a trace of its own: carrying session.id,
-        # it would be the session's first "turn" in Phoenix, an empty one. The turns carry it.
+        attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN}
+        # With a trace per turn, the session span is a trace of its own: carrying session.id
+        # (or gen_ai.conversation.id, which Phoenix reads as one) it would be the session's
+        # first "turn" in Phoenix, an empty one. Its turns carry both; it names its session
+        # with hookscope.session.id.
         if self.trace_layout == "session":
-            attributes[sc.SESSION_ID] = session_id
+            attributes[sc.SESSION_ID] = attributes[sc.GEN_AI_CONVERSATION_ID] = session_id
+        else:
+            attributes[sc.SESSION_KEY] = session_id
         span = self._tracer.start_span(
             sc.SPAN_SESSION.format(agent),
             context=None if nested else _ROOT,
@@ -283,7 +283,11 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     sc.SESSION_TOOL_CALLS: record.tool_calls,
                     sc.SESSION_DENIED_CALLS: record.denied_calls,
                     sc.SESSION_TOOL_ERRORS: record.tool_errors,
-                    sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
+                    **(
+                        {sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id}
+                        if self.trace_layout == "session"
+                        else {}
+                    ),
                     sc.METADATA: metadata(
                         {
                             sc.META_OUTCOME: outcome,

@@ -99,6 +99,10 @@ KIND_TOOL: Final = "TOOL"
 KIND_LLM: Final = "LLM"
 
 # --- hookscope attributes ---
+#: The session id on a ``trace_layout="turn"`` session span, which carries neither
+#: ``session.id`` nor ``gen_ai.conversation.id`` (Phoenix would list its lone-span trace as
+#: an empty first turn of the session).
+SESSION_KEY: Final = "hookscope.session.id"
 SESSION_OUTCOME: Final = "hookscope.session.outcome"
 SESSION_TURNS: Final = "hookscope.session.turns"
 SESSION_TOOL_CALLS: Final = "hookscope.session.tool_calls"
