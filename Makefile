@@ -26,6 +26,7 @@ test: $(STAMP) debian-deps
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/compare_antigravity_otel.py
+	$(PY) bench/compare_claude_openinference.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

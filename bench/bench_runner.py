@@ -49,6 +49,7 @@ from hookscope.runner import DispatchObserver, HookRunner
 HOOKS = 5
 CALLS_PER_SESSION = 10
 TARGET_RATIO = 1.0
+SESSION_TARGET = 1.0
 
 SessionFn = Callable[[], Awaitable[None]]
 
@@ -364,6 +365,12 @@ def _print_report(timings: Sequence[Timing], sessions: int, rounds: int) -> None
     print(
         f"target: hookscope dispatch_* (hooks return None) ≤ {TARGET_RATIO:.1f}x antigravity, "
         f"by min: measured {ratio:.3f}x → {verdict}"
+    )
+    setup = by_key["hs-session"].best / by_key["ag-session"].best
+    verdict = "met" if setup <= SESSION_TARGET else "NOT met"
+    print(
+        f"target: hookscope session + turn setup ≤ {SESSION_TARGET:.1f}x antigravity's, by min: "
+        f"measured {setup:.3f}x → {verdict}"
     )
 
 

@@ -1,6 +1,6 @@
 """Fuzz: no policy bypass and no secret in exported telemetry, for whatever hypothesis makes up.
 
-Runs on every ``make test`` with bounded example counts (a few seconds in all). Four families:
+Runs on every ``make test`` with bounded example counts (seconds in all). The families:
 
 * tool names: a denied tool stays denied under any allow rules; with ``normalize=True`` every
   look-alike spelling of it (case, fullwidth, Cyrillic/Greek letters, invisible characters,
@@ -11,7 +11,13 @@ Runs on every ``make test`` with bounded example counts (a few seconds in all). 
   against the operating system's own resolution);
 * captured values: secrets planted in prompts, tool arguments, tool results and responses
   never appear in any span attribute or span event exported by an ``OTelHook`` that captures
-  content on spans and events.
+  content on spans and events;
+* path matchers (issue 19): every spelling that really reaches a guarded file (symlinks,
+  ``..``, ``//``, ``/proc/self/root``) is seen by a ``paths`` matcher;
+* odd strings (issue 19): surrogates, NULs, BOMs and bidi marks in a tool name and any
+  argument reach hook programs as valid JSON and the audit log as a written line;
+* reload storms (issue 19): edits of a watched file racing ``register()`` in another thread
+  lose no update, leave the runner holding exactly the watch's table, and leak no file.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from hookscope import policy
 from hookscope._names import CONFUSABLES
+from hookscope.matching import HookMatcher
 from hookscope.policy import PolicyEnforcer
 from hookscope.runner import HookRunner
 from hookscope.telemetry import ContentCapture, OTelHook
@@ -318,3 +325,149 @@ def test_no_planted_secret_reaches_exported_telemetry(
     text = exported_text(exporter)
     assert "gen_ai.tool.call.arguments" in text  # content was captured
     assert [s for s in secrets if s in text] == []
+
+
+# --- issue 19: paths, odd strings, reload storms -----------------------------------------
+
+
+@settings(
+    max_examples=2 * EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    start=st.sampled_from(["ws", "root", "slash", "double", "proc"]),
+    parts=st.lists(st.sampled_from(COMPONENTS), max_size=8),
+)
+def test_a_paths_matcher_sees_every_spelling_of_a_guarded_path(
+    tree: Path, start: str, parts: list[str]
+) -> None:
+    """Whatever spelling reaches a file under ``outside/`` (symlinks, ``..``, ``//``,
+    ``/proc/self/root``), the matcher guarding ``outside/**`` sees the call."""
+    base = {
+        "ws": str(tree / "ws"),
+        "root": str(tree),
+        "slash": "/",
+        "double": "/" + str(tree),
+        "proc": "/proc/self/root" + str(tree),
+    }[start]
+    path = os.path.join(base, *parts) if parts else base
+    guarded = str(tree / "outside")
+    matcher = HookMatcher(paths=[guarded + "/**"])
+    if "\x00" in path:
+        return  # no tool can open it; the resolver refuses it (and so the guard sees it)
+    real = os.path.realpath(path)
+    if real.startswith(guarded + os.sep):  # "outside/**" is what lies below outside/
+        assert matcher.matches(ToolCall("write_to_file", {"path": path})), (path, real)
+
+
+odd_text = st.text(
+    st.one_of(
+        st.characters(codec=None, exclude_categories=()),
+        st.sampled_from(["\ud800", "\udfff", "\ud83d", "\ufeff", "\u202e", "\x00", "\u2028"]),
+    ),
+    max_size=12,
+)
+odd_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), odd_text),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(odd_text, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(name=odd_text, args=st.dictionaries(odd_text, odd_values, max_size=4))
+def test_any_string_the_model_produces_reaches_hooks_and_the_audit_log(
+    name: str, args: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Surrogates, BOMs, NULs and bidi marks in the tool name and every argument: the
+    envelope encodes (as valid UTF-8 JSON that decodes back to the same values) and the
+    audit line is written, never dropped."""
+    from hookscope.builtins.audit import AuditLog
+    from hookscope.context import OperationContext, SessionContext, TurnContext
+    from hookscope.engine.envelope import build_envelope, encode_envelope
+
+    call = ToolCall(name, args, id="c1")
+    context = OperationContext(TurnContext(SessionContext("s"), 0), "tool", call, "c1")
+    payload = encode_envelope(build_envelope("pre_tool_call", context, call))
+    decoded = json.loads(payload.decode("utf-8"))  # strict UTF-8: no raw surrogate slipped in
+    assert (decoded["tool_name"], decoded["tool_input"]) == (name, json.loads(json.dumps(args)))
+
+    directory = tmp_path_factory.mktemp("audit")
+    audit = AuditLog(directory / "audit.jsonl")
+
+    async def one_call() -> None:
+        async with HookRunner([audit]).session() as session, session.turn("go") as turn:
+            await turn.call_tool(call, lambda **_: "done")
+
+    asyncio.run(one_call())
+    audit.close()
+    # JSON Lines end at b"\n" only (str.splitlines would also split at U+0085, U+2028 …)
+    (line, end) = (directory / "audit.jsonl").read_bytes().split(b"\n")
+    assert end == b""
+    entry = json.loads(line.decode("utf-8"))
+    assert (entry["tool"], entry["outcome"], audit.failed_lines) == (name, "succeeded", 0)
+
+
+@settings(
+    max_examples=max(10, EXAMPLES // 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    edits=st.lists(st.sampled_from(["valid", "invalid", "audit", "missing"]), max_size=12),
+    registers=st.integers(0, 200),
+)
+def test_reload_storms_with_concurrent_register_keep_runner_and_watch_in_step(
+    edits: list[str], registers: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Edits of a watched file (valid, invalid, with an AuditLog, deleted) while another
+    thread registers hooks: no register is lost, the runner holds exactly the watch's current
+    table plus the registered hooks, and no file descriptor leaks."""
+    import threading
+
+    from hookscope.engine import watch
+    from hookscope.hooks import Hook
+
+    class Noop(Hook):
+        def pre_tool_call(self, context: Any, call: ToolCall) -> None:
+            return None
+
+    directory = tmp_path_factory.mktemp("storm")
+    path = directory / "hookscope.toml"
+    texts = {
+        "valid": '[[hooks.pre_tool_call]]\ntype = "command"\ncommand = "exit 0"\nname = "v{n}"\n',
+        "invalid": '[[hooks.pre_tool_call]]\ntype = "shell"\n',
+        "audit": '[[hooks.pre_tool_call]]\ntype = "python"\nhook = "hookscope.builtins:AuditLog"\n'
+        f'options = {{{{ path = "{directory / "audit.jsonl"}" }}}}\nname = "a{{n}}"\n',
+    }
+    path.write_text(texts["audit"].format(n=0))
+    runner = HookRunner()
+    handle = watch(runner, path, interval=3600)
+    fds = len(os.listdir("/proc/self/fd"))
+    extra = [Noop() for _ in range(registers)]
+    worker = threading.Thread(target=lambda: [runner.register(h) for h in extra])
+    worker.start()
+    try:
+        for n, edit in enumerate(edits, 1):
+            if edit == "missing":
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(texts[edit].format(n=n))
+            for _ in range(3):
+                if handle.check():
+                    break
+    finally:
+        worker.join()
+        handle.stop()
+    hooks = runner.hooks
+    assert all(any(h is hook for h in hooks) for hook in extra)
+    assert [h for h in hooks if not isinstance(h, Noop)] == list(handle.table)
+    handle.table.close()
+    assert len(os.listdir("/proc/self/fd")) <= fds - 1  # the last AuditLog's file too, if any

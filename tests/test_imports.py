@@ -43,3 +43,13 @@ def test_the_engine_and_the_builtins_load_no_http_client_or_terminal_ui() -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_importing_hookscope_and_its_integrations_loads_no_agent_sdk() -> None:
+    code = (
+        "import sys, hookscope, hookscope.integrations, hookscope.integrations._kit; "
+        "print(sorted({m.split('.')[0] for m in sys.modules "
+        "if m.split('.')[0] in ('claude_agent_sdk', 'agents', 'google')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

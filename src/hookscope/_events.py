@@ -74,9 +74,12 @@ class HookTimeoutError(HookscopeError, TimeoutError):
     __module__ = "hookscope.runner"
 
 
-@final
 class Fold:
-    """Per-dispatch state a rule folds hook results into."""
+    """Per-dispatch state a rule folds hook results into.
+
+    The runner's :class:`~hookscope.runner.Dispatch` is one: the loop folds into the object it
+    hands back (one allocation per dispatch, not two).
+    """
 
     __slots__ = ("data", "extra", "original", "result")
 
@@ -281,6 +284,10 @@ class _PreToolCallRule(_PreTurnRule):
             fold.data = call.with_args({**call.args, **modified})
 
     def finish(self, fold: Fold) -> HookResult:
+        if fold.extra is None and fold.data is fold.original:
+            # No policy decision, no ask, no modified arguments: the verdict as folded.
+            verdict: HookResult = fold.result
+            return verdict
         if fold.result is not ALLOW:  # a hook denied
             result: HookResult = fold.result
             return result

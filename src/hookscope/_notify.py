@@ -141,6 +141,7 @@ class Notifier:
         "_hook_finished",
         "_hook_run_finished",
         "_hook_run_started",
+        "_one",
         "_scope_ended",
         "_scope_started",
         "active",
@@ -169,20 +170,50 @@ class Notifier:
         # Reversed: observers unwind what they attached in started, innermost first.
         self._hook_run_finished = bound("hook_run_finished")[::-1]
         self._failed: set[int] = set()
+        # One observer (OTelHook, usually) is told directly: no loop, no extra frame per
+        # report. The reports below are per hook and per dispatch, the agent's hot path.
+        self._one: tuple[Callback | None, ...] = tuple(
+            callbacks[0] if len(callbacks) == 1 else None
+            for callbacks in (
+                self._scope_started,
+                self._scope_ended,
+                self._dispatch_started,
+                self._hook_finished,
+                self._dispatch_finished,
+            )
+        )
 
     def scope_started(self, context: HookContext) -> None:
         """A session, turn or operation scope opened."""
-        if self._scope_started:
+        one = self._one[0]
+        if one is not None:
+            try:
+                one(context)
+            except Exception:
+                self._log_failure(one)
+        elif self._scope_started:
             self._notify(self._scope_started, context)
 
     def scope_ended(self, context: HookContext, error: BaseException | None) -> None:
         """A scope closed; ``error`` is what ended it abnormally, cancellation included."""
-        if self._scope_ended:
+        one = self._one[1]
+        if one is not None:
+            try:
+                one(context, error)
+            except Exception:
+                self._log_failure(one)
+        elif self._scope_ended:
             self._notify(self._scope_ended, context, error)
 
     def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
         """``event`` is about to run its hooks on ``data``."""
-        if self._dispatch_started:
+        one = self._one[2]
+        if one is not None:
+            try:
+                one(event, context, data)
+            except Exception:
+                self._log_failure(one)
+        elif self._dispatch_started:
             self._notify(self._dispatch_started, event, context, data)
 
     def hook_finished(
@@ -195,14 +226,26 @@ class Notifier:
         duration_s: float,
     ) -> None:
         """One hook returned ``result`` or failed with ``error``."""
-        if self._hook_finished:
+        one = self._one[3]
+        if one is not None:
+            try:
+                one(event, hook_name, context, result, error, duration_s)
+            except Exception:
+                self._log_failure(one)
+        elif self._hook_finished:
             self._notify(self._hook_finished, event, hook_name, context, result, error, duration_s)
 
     def dispatch_finished(
         self, event: str, context: HookContext, data: Any, result: Any, decided_by: str | None
     ) -> None:
         """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
-        if self._dispatch_finished:
+        one = self._one[4]
+        if one is not None:
+            try:
+                one(event, context, data, result, decided_by)
+            except Exception:
+                self._log_failure(one)
+        elif self._dispatch_finished:
             self._notify(self._dispatch_finished, event, context, data, result, decided_by)
 
     def hook_run_started(self, run: HookRun, context: HookContext) -> None:

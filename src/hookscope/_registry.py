@@ -8,6 +8,7 @@ precomputed here, so the dispatch loop only reads attributes.
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, final
@@ -229,3 +230,20 @@ def not_a_hook(hook: object) -> str:
         name = getattr(hook, "__qualname__", repr(hook))
         return f"cannot register the plain function {name}; decorate it first. {accepted}"
     return f"cannot register {hook!r}: {accepted}"
+
+
+def close_hooks(hooks: Iterable[object]) -> None:
+    """Call ``close()`` on each hook that has one (the hook close protocol).
+
+    A hook holding a resource (``AuditLog``'s file) defines ``close()``; a reload calls it on
+    the hooks it replaces, and a configuration that fails validation on the hooks it built.
+    A failing ``close()`` is logged, never raised: the other hooks are still closed.
+    """
+    for hook in hooks:
+        close = getattr(hook, "close", None)
+        if not callable(close):
+            continue
+        try:
+            close()
+        except Exception:
+            logging.getLogger("hookscope").exception("closing hook %r failed", hook)

@@ -118,9 +118,11 @@ class SessionScope:
         if self._state is not _OPEN:
             raise ScopeError(f"session {self.session_id} was already entered; open a new one")
         self._state = _ACTIVE
+        runner = self._runner
         try:
-            self._runner.notifier.scope_started(self.context)
-            await self._runner.dispatch_on_session_start(self.context)
+            runner.notifier.scope_started(self.context)
+            if not runner.idle("on_session_start"):  # a dispatch with no one to tell is skipped
+                await runner.dispatch_on_session_start(self.context)
         except BaseException as error:
             await self._end(error)
             raise
@@ -141,10 +143,12 @@ class SessionScope:
         else:
             context.outcome = ended_by(error)
         self._state = _CLOSED
+        runner = self._runner
         try:
-            await self._runner.dispatch_on_session_end(context)
+            if not runner.idle("on_session_end"):
+                await runner.dispatch_on_session_end(context)
         finally:
-            self._runner.notifier.scope_ended(context, error)
+            runner.notifier.scope_ended(context, error)
 
     def turn(self, prompt: Any = None) -> TurnScope:
         """Open the session's next turn: ``async with session.turn(prompt) as turn``."""
@@ -189,7 +193,8 @@ class TurnScope:
         runner, context = self._runner, self.context
         try:
             runner.notifier.scope_started(context)
-            self.result = await runner.dispatch_pre_turn(context, context.prompt)
+            if not runner.idle("pre_turn"):  # else the verdict stays ALLOW, pre_turn's default
+                self.result = await runner.dispatch_pre_turn(context, context.prompt)
         except BaseException as error:
             self._close(ended_by(error), error)
             raise
@@ -206,11 +211,13 @@ class TurnScope:
         elif not self.allowed:
             self._close("blocked", None)
         else:
-            try:
-                await self._runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
-            except BaseException as error:
-                self._close(ended_by(error), error)
-                raise
+            runner = self._runner
+            if not runner.idle("post_turn"):
+                try:
+                    await runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
+                except BaseException as error:
+                    self._close(ended_by(error), error)
+                    raise
             self._close("completed", None)
 
     def _close(self, outcome: TurnOutcome, error: BaseException | None) -> None:

@@ -245,10 +245,12 @@ def _load_enforcer(spec: str, mcp_servers: list[str]) -> PolicyEnforcer:
 
 
 def _parse_call(text: str) -> ToolCall:
+    from hookscope._reader import InputError, read_json
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise _InputError(f"--call is not valid JSON: {error}") from None
+        data = read_json(text, "--call")
+    except InputError as error:
+        raise _InputError(f"--call is not valid JSON: {error.detail}") from None
     if not isinstance(data, dict):
         raise _InputError(f"--call must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _CALL_KEYS)

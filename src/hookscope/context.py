@@ -47,7 +47,20 @@ NO_RECOVERY_KEY: Final = "hookscope.no_recovery"
 
 def new_session_id() -> str:
     """A random session id (32 hex digits), for sessions nobody named."""
-    return os.urandom(16).hex()
+    try:
+        return _IDS.pop()
+    except IndexError:
+        pool = os.urandom(16 * _IDS_PER_READ).hex()
+        _IDS.extend(pool[i : i + 32] for i in range(0, len(pool), 32))
+        return _IDS.pop()
+
+
+# Random session ids are cut from one os.urandom read per 256 sessions (a read costs a system
+# call, more than the rest of a session's setup). list.pop is atomic: threads never share an
+# id; a forked child starts a pool of its own instead of repeating its parent's ids.
+_IDS: list[str] = []
+_IDS_PER_READ: Final = 256
+os.register_at_fork(after_in_child=_IDS.clear)
 
 
 class HookContext:
@@ -114,7 +127,9 @@ class SessionContext(HookContext):
     )
 
     def __init__(self, session_id: str, agent_name: str = "", provider: str | None = None) -> None:
-        super().__init__(None)
+        # HookContext.__init__, inlined: a context is made per scope, on the agent's hot path.
+        self._parent: HookContext | None = None
+        self._values: dict[str, Any] = {}
         self.session_id = session_id
         self.agent_name = agent_name
         self.provider = provider
@@ -143,7 +158,8 @@ class TurnContext(HookContext):
     __slots__ = ("outcome", "prompt", "session", "turn_index")
 
     def __init__(self, session: SessionContext, turn_index: int, prompt: Any = None) -> None:
-        super().__init__(session)
+        self._parent = session  # HookContext.__init__, inlined (see SessionContext)
+        self._values = {}
         self.session = session
         self.turn_index = turn_index
         self.prompt = prompt

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from time import perf_counter
@@ -112,7 +113,7 @@ def skipped_guards() -> dict[tuple[str, str], int]:
 
 
 @final
-class Dispatch(Generic[R]):
+class Dispatch(Fold, Generic[R]):
     """What one dispatch produced.
 
     Args:
@@ -122,12 +123,15 @@ class Dispatch(Generic[R]):
         decided_by: The hook that stopped the dispatch (or asked), ``None`` when none did.
     """
 
-    __slots__ = ("data", "decided_by", "result")
+    __slots__ = ("decided_by",)
 
     def __init__(self, result: R, data: Any, decided_by: str | None) -> None:
-        self.result = result
+        # Fold's fields too, set here: the loop folds hook results into its Dispatch.
+        self.result: R = result
         self.data = data
         self.decided_by = decided_by
+        self.original = data
+        self.extra = None
 
     def __repr__(self) -> str:
         return f"Dispatch(result={self.result!r}, decided_by={self.decided_by!r})"
@@ -151,9 +155,12 @@ class HookRunner:
                 outcome = await turn.call_tool(ToolCall("view_file", {"path": p}), view_file)
     """
 
-    __slots__ = ("_entries", "_observed", "_table", "notifier")
+    __slots__ = ("_entries", "_lock", "_observed", "_table", "notifier")
 
     def __init__(self, hooks: Iterable[object] = ()) -> None:
+        # Held while a change reads and replaces the table, so changes from several threads
+        # (register() racing a watch()'s reload) never lose one; dispatches never take it.
+        self._lock = threading.Lock()
         self._entries: tuple[tuple[object, list[tuple[HookEvent, Registration]]], ...] = ()
         self._observed: tuple[object, ...] = ()  # observers added with observe()
         self._table = Table.build(())
@@ -187,25 +194,45 @@ class HookRunner:
         """
         self._swap((hook,), ())
 
-    def replace(self, old: Iterable[object], new: Iterable[object]) -> None:
+    def replace(
+        self, old: Iterable[object], new: Iterable[object], *, missing_ok: bool = False
+    ) -> None:
         """Swap the hooks ``old`` for ``new`` in one step, where ``old`` stood.
 
         A dispatch in flight finishes with the table it started with; the next one sees the
-        new table — never a mix. When ``new`` is invalid nothing changes.
+        new table — never a mix. When ``new`` is invalid nothing changes. Changes from several
+        threads are applied one at a time, none lost.
+
+        Args:
+            old: The hooks to take out.
+            new: The hooks to put in their place.
+            missing_ok: Skip hooks of ``old`` that are no longer registered (unregistered
+                meanwhile) instead of failing; with none left, ``new`` goes last.
 
         Raises:
-            ValueError: a hook of ``old`` is not registered, or a hook of ``new`` is invalid.
+            ValueError: a hook of ``old`` is not registered (unless ``missing_ok``), or a hook
+                of ``new`` is invalid.
             TypeError: a hook of ``new`` is no hook.
         """
-        self._swap(tuple(old), tuple(new))
+        self._swap(tuple(old), tuple(new), missing_ok)
 
-    def _swap(self, old: tuple[object, ...], new: tuple[object, ...]) -> None:
+    def _swap(
+        self, old: tuple[object, ...], new: tuple[object, ...], missing_ok: bool = False
+    ) -> None:
+        with self._lock:
+            self._swap_locked(old, new, missing_ok)
+
+    def _swap_locked(
+        self, old: tuple[object, ...], new: tuple[object, ...], missing_ok: bool
+    ) -> None:
         # Everything is validated before anything changes: a bad hook leaves the table intact.
         entries = list(self._entries)
         position = len(entries)
         for hook in old:
             index = next((i for i, (h, _) in enumerate(entries) if h is hook), None)
             if index is None:
+                if missing_ok:
+                    continue
                 raise ValueError(f"{hook!r} is not registered with this runner")
             del entries[index]
             position = min(position, index)
@@ -253,19 +280,28 @@ class HookRunner:
             TypeError: ``observer`` lacks a dispatch method.
             ValueError: ``observer`` is already observed.
         """
-        if any(o is observer for o in self.notifier.observers):
-            # Twice observed, it would open every scope twice and leave one span unended.
-            raise ValueError(f"{observer!r} is already observed by this runner")
-        check_observer(observer)
-        self._observed = (*self._observed, observer)
-        self._notify_observers()
+        with self._lock:
+            if any(o is observer for o in self.notifier.observers):
+                # Twice observed, it would open every scope twice and leave one span unended.
+                raise ValueError(f"{observer!r} is already observed by this runner")
+            check_observer(observer)
+            self._observed = (*self._observed, observer)
+            self._notify_observers()
 
         def undo() -> None:
-            if any(o is observer for o in self._observed):
-                self._observed = tuple(o for o in self._observed if o is not observer)
-                self._notify_observers()
+            with self._lock:
+                if any(o is observer for o in self._observed):
+                    self._observed = tuple(o for o in self._observed if o is not observer)
+                    self._notify_observers()
 
         return undo
+
+    def idle(self, event: HookEvent) -> bool:
+        """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
+
+        Scopes skip such a dispatch (its coroutine would only return the event's default).
+        """
+        return not self.notifier.active and not self._table.by_event[event]
 
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
@@ -280,6 +316,7 @@ class HookRunner:
         data: Any,
         *,
         confirm: Confirm | None = None,
+        notifier: Notifier | None = None,
     ) -> Coroutine[Any, Any, Dispatch[Any]]:
         """Run ``event``'s hooks on ``data`` under the event's rule (DESIGN §2); await it.
 
@@ -292,8 +329,12 @@ class HookRunner:
                 ``on_interaction`` hooks: an adapter hands the question to the SDK's own
                 approval this way (``ask="native"``); build its answer with
                 :func:`settle_ask`.
+            notifier: Reports this dispatch to other observers than the runner's: an
+                adapter whose SDK runs hooks of its own for the same event folds the
+                runner's hooks into the one dispatch it reports itself. The confirm
+                question of an ask still goes to the runner's observers.
         """
-        return self._run(RULES[event], event, context, data, confirm)
+        return self._run(RULES[event], event, context, data, confirm, notifier)
 
     async def _run(
         self,
@@ -302,15 +343,17 @@ class HookRunner:
         context: HookContext,
         data: Any,
         confirm: Confirm | None = None,
+        notifier: Notifier | None = None,
     ) -> Dispatch[R]:
         registrations = self._table.by_event[event]
-        notifier = self.notifier
+        if notifier is None:
+            notifier = self.notifier
         observed = notifier.active
         if not observed and not registrations:
             return Dispatch(rule.default, data, None)
         if observed:
             notifier.dispatch_started(event, context, data)
-        fold = Fold(data, rule.default)
+        fold: Dispatch[R] = Dispatch(rule.default, data, None)  # folded into, handed back
         decided_by: str | None = None
         tentative: str | None = None
         started = 0.0
@@ -348,12 +391,13 @@ class HookRunner:
                 tentative = tentative or registration.name
         result = rule.finish(fold)
         decided_by = decided_by or tentative
-        if rule.confirms and cast(HookResult, result).confirm:  # an ask every hook let stand
+        if rule.confirms and result.confirm:  # type: ignore[attr-defined]  # an ask let stand
             settle = confirm or self._confirm
             result = cast(R, await settle(context, cast(HookResult, result)))
+        fold.result, fold.decided_by = result, decided_by
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
-        return Dispatch(result, fold.data, decided_by)
+        return fold
 
     async def _call_guarded(
         self, registration: Registration, event: HookEvent, context: HookContext, data: Any

@@ -4,17 +4,22 @@ at once, runs ended whole, inputs no string can break, names safe to record."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hookscope.engine import CommandHook
+from hookscope.engine import CommandHook, PromptHook
 from hookscope.engine.envelope import encode_envelope
+from hookscope.engine.prompt import ANSWER_LIMIT
 from hookscope.runner import HookRunner, skipped_guards
 from hookscope.telemetry.otel_hook import OTelHook
 from hookscope.types import ToolCall
@@ -151,3 +156,94 @@ async def test_no_secret_of_the_command_line_reaches_a_span() -> None:
     )
     assert "check" in exported
     assert "sekret" not in exported
+
+
+# --- prompt hooks: answers capped, credentials out of logs --------------------------------
+
+
+class _Flood(BaseHTTPRequestHandler):
+    """Answers with more than ANSWER_LIMIT bytes, then holds the connection open."""
+
+    protocol_version = "HTTP/1.1"
+    declare_length = False
+    release = threading.Event()
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(dict(self.headers.items()))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.declare_length:
+            self.send_header("Content-Length", str(64 * 1024 * 1024))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b" " * 65536
+        try:
+            for _ in range(ANSWER_LIMIT // len(chunk) + 2):
+                if self.declare_length:
+                    self.wfile.write(chunk)
+                else:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+            self.release.wait(HANG)  # never ends the answer on its own
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def flood() -> Iterator[ThreadingHTTPServer]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Flood)
+    httpd.daemon_threads = True
+    _Flood.release.clear()
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        _Flood.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("declare_length", [False, True])
+async def test_a_judge_answer_past_the_cap_fails_at_once(
+    flood: ThreadingHTTPServer, declare_length: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_Flood, "declare_length", declare_length)
+    hook = PromptHook(
+        "pre_tool_call",
+        prompt="x",
+        model="m",
+        base_url=f"http://127.0.0.1:{flood.server_address[1]}/v1",
+        name="judge",
+        timeout=None,
+    )
+    done = await asyncio.wait_for(
+        dispatch(HookRunner([hook]), "pre_tool_call", ToolCall("x")), HANG
+    )
+    assert done.result.message == (
+        "hook 'judge' failed in pre_tool_call (HookFailure: the model endpoint answered more "
+        f"than {ANSWER_LIMIT} bytes); failing closed"
+    )
+
+
+async def test_a_password_in_base_url_is_sent_as_basic_auth_and_never_logged(
+    flood: ThreadingHTTPServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    port = flood.server_address[1]
+    hook = PromptHook(
+        "pre_tool_call", prompt="x", model="m", base_url=f"http://u:s3cr%40t@127.0.0.1:{port}/v1"
+    )
+    _Flood.seen.clear()
+    await asyncio.wait_for(dispatch(HookRunner([hook]), "pre_tool_call", ToolCall("x")), HANG)
+    assert _Flood.seen[0]["Authorization"] == "Basic " + base64.b64encode(b"u:s3cr@t").decode()
+    assert "HTTP Request: POST" in caplog.text
+    assert "s3cr" not in caplog.text
+    assert "s3cr" not in hook.base_url

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookscope.integrations.antigravity.operations import (
-    LINGER_S,
-    MAX_CLOSED,
-    CallInterrupted,
-    OpIndex,
-    TurnInterrupted,
-)
-from hookscope.integrations.antigravity.reporting import Dispatch
-from hookscope.integrations.antigravity.sessions import Tracker
+from hookscope.integrations._kit.report import DispatchReport as Dispatch
+from hookscope.integrations._kit.scopes import CallInterrupted, TurnInterrupted
+from hookscope.integrations.antigravity.operations import LINGER_S, MAX_CLOSED, OpIndex
+from hookscope.integrations.antigravity.reported_op import CALL_INTERRUPTED
+from hookscope.integrations.antigravity.sessions import TURN_INTERRUPTED, SdkProbe, Tracker
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import ChatResponse, HookResult, Recovery, ToolCall, Usage
 
@@ -33,12 +29,12 @@ def tracker_with(recorder: Recorder) -> Tracker:
 
 def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s1", "m", ())
+    session = tracker.open_session("s1", SdkProbe("m"))
     tracker.session_started(session)
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.start()
+    op.returned("sunny", hooks_pending=False)
     tracker.close_op(session, op)
     tracker.end_turn(session)
     tracker.close_session(session, None)
@@ -68,7 +64,7 @@ def test_observers_see_what_a_hook_runner_would_tell_them(recorder: Recorder) ->
 
 def test_the_same_call_id_in_two_sessions_is_two_calls(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    first, second = tracker.open_session("a", None, ()), tracker.open_session("b", None, ())
+    first, second = tracker.open_session("a"), tracker.open_session("b")
 
     one = tracker.op_for_request(first, "t", CALL)
     other = tracker.op_for_request(second, "t", CALL)
@@ -80,7 +76,7 @@ def test_the_same_call_id_in_two_sessions_is_two_calls(recorder: Recorder) -> No
 
 def test_a_closed_call_releases_its_id_for_a_later_call(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     first = tracker.op_for_step(session, ("t", 1), CALL)
     tracker.close_op(session, first)
 
@@ -95,7 +91,7 @@ def test_a_request_finds_the_call_its_step_opened_by_trajectory_and_tool(
 ) -> None:
     # A harness tool's step carries no call id; the request that names it does.
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     step_args = {"file_path": "file:///w/a.txt"}
     by_step = tracker.op_for_step(session, ("t", 1), ToolCall("view_file", step_args))
 
@@ -105,13 +101,13 @@ def test_a_request_finds_the_call_its_step_opened_by_trajectory_and_tool(
 
     assert found is by_step
     assert found.call_id == "call_7"
-    assert tracker.late_op(session, "call_7") is by_step
+    assert session.ops.late("call_7") is by_step
 
 
 def test_a_step_finds_the_call_its_request_opened_without_arithmetic(recorder: Recorder) -> None:
     # Requests number steps in the harness's own numbering (2, 6, 10 …); steps do not.
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     requested = tracker.op_for_request(session, "t", ToolCall("view_file", {}, "call_7"))
 
     assert tracker.op_for_step(session, ("t", 4), ToolCall("view_file")) is requested
@@ -120,7 +116,7 @@ def test_a_step_finds_the_call_its_request_opened_without_arithmetic(recorder: R
 
 def test_a_call_of_another_trajectory_or_tool_is_not_merged(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     requested = tracker.op_for_request(session, "t", ToolCall("view_file", {}, "call_7"))
 
     other_tool = tracker.op_for_step(session, ("t", 1), ToolCall("list_dir"))
@@ -133,7 +129,7 @@ def test_among_same_named_calls_the_one_whose_arguments_match_is_chosen(
     recorder: Recorder,
 ) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     a = tracker.op_for_request(session, "t", ToolCall("view_file", {"AbsolutePath": "/w/a"}, "c1"))
     b = tracker.op_for_request(session, "t", ToolCall("view_file", {"AbsolutePath": "/w/b"}, "c2"))
 
@@ -147,9 +143,9 @@ def test_among_same_named_calls_the_one_whose_arguments_match_is_chosen(
 
 def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     denied = tracker.op_for_request(session, "t", CALL)
-    tracker.deny(denied, HookResult.deny("no"), "antigravity.policy")
+    denied.deny(HookResult.deny("no"), "antigravity.policy")
 
     op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
 
@@ -158,7 +154,7 @@ def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> 
 
 def test_a_denial_step_with_no_call_seen_is_a_new_call(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
 
     op, new = tracker.op_for_denial_step(session, ("t", 4), "no", lambda: ToolCall("_unknown"))
 
@@ -168,19 +164,19 @@ def test_a_denial_step_with_no_call_seen_is_a_new_call(recorder: Recorder) -> No
 
 def test_a_late_callback_finds_its_closed_call(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     op = tracker.op_for_request(session, "t", CALL)
     tracker.close_op(session, op)
 
-    assert tracker.late_op(session, "call_1") is op
+    assert session.ops.late("call_1") is op
     assert tracker.op_for_step(session, ("t", 9), CALL) is not op  # a new call may reuse it
 
 
 def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+    op.failed(ValueError("boom"), hooks_pending=True)
 
     tracker.close_op(session, op)
 
@@ -194,16 +190,16 @@ def test_an_error_the_sdk_hooks_never_reported_on_ends_unrecovered(recorder: Rec
 
 def test_a_recovery_is_a_non_empty_replacement_message(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     recovered, unrecovered = (
         tracker.op_for_request(session, "t", ToolCall(CALL.name, CALL.args, i))
         for i in ("c1", "c2")
     )
     for op in (recovered, unrecovered):
-        tracker.tool_failed(op, ValueError("boom"), hooks_pending=True)
+        op.failed(ValueError("boom"), hooks_pending=True)
 
-    tracker.recovered(recovered, "try Rome")
-    tracker.recovered(unrecovered, None)
+    recovered.recovered("try Rome")
+    unrecovered.recovered(None)
 
     finished = [c[2] for c in recorder.named("dispatch_finished") if c[1] == "on_tool_error"]
     assert finished == [Recovery("try Rome"), None]
@@ -211,7 +207,7 @@ def test_a_recovery_is_a_non_empty_replacement_message(recorder: Recorder) -> No
 
 def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     tracker.op_for_request(session, "t", CALL)
 
@@ -223,7 +219,7 @@ def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None
         ("scope_ended", "TurnContext", "failed", "TurnInterrupted"),
         ("scope_ended", "SessionContext", "completed", None),
     ]
-    assert "read the whole response" in str(TurnInterrupted())
+    assert "read the whole response" in str(TurnInterrupted(TURN_INTERRUPTED))
 
 
 # --- calls in flight when their turn or session ends ------------------------------------------
@@ -231,11 +227,11 @@ def test_closing_a_session_fails_its_unfinished_turn(recorder: Recorder) -> None
 
 def test_an_undecided_call_at_turn_end_is_never_recorded_as_allowed(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     tracker.op_for_request(session, "t", CALL)
 
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
 
     allow = HookResult()
     assert recorder.calls == [
@@ -252,12 +248,12 @@ def test_an_undecided_call_at_turn_end_is_never_recorded_as_allowed(recorder: Re
 
 def test_a_running_call_at_turn_end_ends_with_the_turns_error(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
+    op.start()
 
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
 
     assert recorder.named("scope_ended")[0] == (
         "scope_ended",
@@ -269,10 +265,10 @@ def test_a_running_call_at_turn_end_ends_with_the_turns_error(recorder: Recorder
 
 def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
+    op.start()
 
     tracker.end_turn(session)
 
@@ -282,43 +278,46 @@ def test_a_call_in_flight_when_its_turn_completes_is_interrupted(recorder: Recor
         None,
         "CallInterrupted",
     )
-    assert str(CallInterrupted()) == "the turn ended before this tool call was decided or had run"
+    assert (
+        str(CallInterrupted(CALL_INTERRUPTED))
+        == "the turn ended before this tool call was decided or had run"
+    )
 
 
 def test_a_call_that_ran_ends_normally_with_its_turn(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_returned(op, "sunny", hooks_pending=True)  # post_tool_call hooks never reported
+    op.returned("sunny", hooks_pending=True)  # post_tool_call hooks never reported
 
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
 
     assert recorder.named("scope_ended")[0] == ("scope_ended", "OperationContext", None, None)
 
 
 def test_a_denied_call_ends_normally_with_its_turn(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.deny(op, HookResult.deny("no"), "rule")
+    op.deny(HookResult.deny("no"), "rule")
 
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
 
     assert recorder.named("scope_ended")[0] == ("scope_ended", "OperationContext", None, None)
 
 
 def test_a_late_verdict_for_an_interrupted_call_is_ignored(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     tracker.start_turn(session, "hi")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
     before = list(recorder.calls)
 
-    tracker.deny(op, HookResult.deny("too late"), "rule")
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.deny(HookResult.deny("too late"), "rule")
+    op.returned("sunny", hooks_pending=False)
 
     assert recorder.calls == before
 
@@ -327,11 +326,11 @@ def test_pre_turn_undecided_when_the_turn_fails_is_not_recorded_as_allowed(
     recorder: Recorder,
 ) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
-    session.has_hooks = lambda event: event == "pre_turn"  # the SDK's hooks decide it
+    session = tracker.open_session("s")
+    session.probe.has_hooks = lambda event: event == "pre_turn"  # the SDK's hooks decide it
     tracker.start_turn(session, "hi")
 
-    tracker.end_turn(session, error=RuntimeError("cancelled"), outcome="failed")
+    tracker.end_turn(session, RuntimeError("cancelled"))
 
     assert [c for c in recorder.calls if c[0] != "scope_started"] == [
         ("dispatch_started", "pre_turn"),
@@ -352,9 +351,9 @@ class Keep(DispatchObserver):
 def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
     keep = Keep()
     tracker = Tracker(observed_by(keep), "bot")
-    session = tracker.open_session("s", "m", ())
+    session = tracker.open_session("s", SdkProbe("m"))
     used = [Usage(100, 40)]
-    session.usage = lambda: used[-1]
+    session.probe.usage = lambda: used[-1]
     tracker.start_turn(session, "hi")
     used.append(Usage(130, 52))
 
@@ -366,10 +365,10 @@ def test_turn_usage_is_what_the_session_used_since_the_turn_began() -> None:
 def test_tool_result_carries_the_value_and_the_effective_call() -> None:
     keep = Keep()
     tracker = Tracker(observed_by(keep), "bot")
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     op = tracker.op_for_request(session, "t", CALL)
-    tracker.tool_started(op)
-    tracker.tool_returned(op, "sunny", hooks_pending=False)
+    op.start()
+    op.returned("sunny", hooks_pending=False)
 
     assert [(r.call, r.value) for r in keep.data["post_tool_call"]] == [(CALL, "sunny")]
 
@@ -377,7 +376,7 @@ def test_tool_result_carries_the_value_and_the_effective_call() -> None:
 def test_a_hook_that_gives_no_answers_decides_no_interaction(recorder: Recorder) -> None:
     # As in HookRunner: an empty answer list answers nothing, so that hook stopped nothing.
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     op = tracker.interaction(session)
     dispatch = Dispatch(tracker.notify, "on_interaction", op.context, [])
 
@@ -393,25 +392,25 @@ def test_a_hook_that_gives_no_answers_decides_no_interaction(recorder: Recorder)
 def test_a_closed_call_is_findable_for_a_bounded_time_only(recorder: Recorder) -> None:
     now = [100.0]
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     session.ops = OpIndex(clock=lambda: now[0])
     op = tracker.op_for_request(session, "t", CALL)
     tracker.close_op(session, op)
 
     now[0] += LINGER_S
-    assert tracker.late_op(session, "call_1") is op
+    assert session.ops.late("call_1") is op
     now[0] += 0.001
-    assert tracker.late_op(session, "call_1") is None
+    assert session.ops.late("call_1") is None
 
 
 def test_at_most_max_closed_calls_stay_findable(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
-    session = tracker.open_session("s", None, ())
+    session = tracker.open_session("s")
     ops = []
     for index in range(MAX_CLOSED + 1):
         op = tracker.op_for_request(session, "t", ToolCall("get_weather", {}, f"c{index}"))
         tracker.close_op(session, op)
         ops.append(op)
 
-    assert tracker.late_op(session, "c0") is None
-    assert tracker.late_op(session, f"c{MAX_CLOSED}") is ops[-1]
+    assert session.ops.late("c0") is None
+    assert session.ops.late(f"c{MAX_CLOSED}") is ops[-1]

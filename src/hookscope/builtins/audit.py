@@ -96,10 +96,18 @@ class _Lines:
                     written += os.write(self._fd, view[written:])
             except OSError:
                 if written:  # never leave a torn line behind
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(self._fd, self._size)
+                    self._cut_torn(written)
                 raise
             self._size += written
+
+    def _cut_torn(self, written: int) -> None:
+        """Cut off the ``written`` bytes of a line that failed half-way — only they: another
+        writer (a second AuditLog on this path) may have appended complete lines, which
+        the size this log knows does not count."""
+        with contextlib.suppress(OSError):
+            end = os.lseek(self._fd, 0, os.SEEK_CUR)  # O_APPEND: just past our bytes
+            if os.fstat(self._fd).st_size == end:  # nothing appended after them
+                os.ftruncate(self._fd, end - written)
 
     def _rotate(self) -> None:
         while True:

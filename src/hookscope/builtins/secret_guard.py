@@ -7,7 +7,7 @@ basic-auth URLs …), a maintained, widely used source that tracks new token for
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal
 
 from hookscope.context import TurnContext
@@ -109,10 +109,25 @@ class SecretGuard(Hook):
         )
 
 
-def _strings(value: Any, depth: int = 0) -> Iterable[str]:
-    """Every string inside ``value`` (mappings, sequences), to a bounded depth."""
-    if isinstance(value, str):
-        yield value
-    elif depth < 20 and isinstance(value, (Mapping, list, tuple)):
-        for item in value.values() if isinstance(value, Mapping) else value:
-            yield from _strings(item, depth + 1)
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside ``value`` — mapping keys included — at any depth.
+
+    Iterative, so no nesting is too deep to scan; each container is scanned once, so a
+    structure that contains itself ends.
+    """
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, (Mapping, list, tuple, set, frozenset)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    stack.append(key if isinstance(key, str) else str(key))
+                    stack.append(child)
+            else:
+                stack.extend(item)

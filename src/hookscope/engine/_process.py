@@ -211,16 +211,26 @@ async def run_program(
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[None] = loop.create_future()
     mark = os.urandom(8).hex()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(exited, loop),
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        cwd=cwd,
-        env={**env, RUN_MARK: mark},
+    spawn = asyncio.ensure_future(
+        loop.subprocess_exec(
+            lambda: _Protocol(exited, loop),
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            cwd=cwd,
+            env={**env, RUN_MARK: mark},
+        )
     )
+    try:
+        # Shielded: cancelled half-way, asyncio would kill the program but not its children.
+        transport, protocol = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            transport, protocol = await spawn
+            _abandon(asyncio.subprocess.Process(transport, protocol, loop), exited, mark)
+        raise
     process = asyncio.subprocess.Process(transport, protocol, loop)
     out: list[bytes] = []
     err: list[bytes] = []
@@ -242,7 +252,7 @@ async def run_program(
         feed.cancel()
         for task in readers:
             task.cancel()
-        _abandon(process, mark)
+        _abandon(process, exited, mark)
         raise
     status = transport.get_returncode()
     assert status is not None
@@ -262,7 +272,7 @@ async def _settle(
         return
     # A child of the program holds the pipes: the verdict is in, end the rest of the run.
     _signal_group(process.pid, signal.SIGKILL)
-    await asyncio.to_thread(_signal_marked, mark, signal.SIGKILL)
+    _signal_marked(mark, signal.SIGKILL)
     done, pending = await asyncio.wait(pending, timeout=PIPE_GRACE_S)
     _raise_failed(done)
     for task in pending:  # out of reach (see the module docstring): keep what was read
@@ -301,11 +311,11 @@ def _signal_marked(mark: str, sig: signal.Signals) -> int:
     return signalled
 
 
-def _abandon(process: asyncio.subprocess.Process, mark: str) -> None:
+def _abandon(process: asyncio.subprocess.Process, exited: asyncio.Future[None], mark: str) -> None:
     """Terminate the run's group now; SIGKILL and reap it in the background."""
     # The group, not only the program: a child it started may hold our pipes open.
     _signal_group(process.pid, signal.SIGTERM)
-    reaper = asyncio.ensure_future(_reap(process, mark))
+    reaper = asyncio.ensure_future(_reap(process, exited, mark))
     _REAPERS.add(reaper)
     reaper.add_done_callback(_REAPERS.discard)
 
@@ -315,26 +325,32 @@ async def _drain(stream: asyncio.StreamReader | None) -> None:
         pass
 
 
-async def _reap(process: asyncio.subprocess.Process, mark: str) -> None:
+async def _reap(
+    process: asyncio.subprocess.Process, exited: asyncio.Future[None], mark: str
+) -> None:
     """Wait out the grace period, SIGKILL whatever is left of the run, and reap it all."""
     try:
-        await asyncio.to_thread(_signal_marked, mark, signal.SIGTERM)
+        _signal_marked(mark, signal.SIGTERM)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), KILL_GRACE_S)
+            # process.wait() would also wait for the pipes, which a daemon may hold for good.
+            await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE_S)
         # Even when the program itself exited on SIGTERM, a child of it may have ignored it.
         _signal_group(process.pid, signal.SIGKILL)
-        await asyncio.to_thread(_signal_marked, mark, signal.SIGKILL)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), KILL_GRACE_S)
+        _signal_marked(mark, signal.SIGKILL)
+        await exited
     except asyncio.CancelledError:  # the loop is closing: do not wait out the grace
         _signal_group(process.pid, signal.SIGKILL)
+        _signal_marked(mark, signal.SIGKILL)
+        await exited
         raise
     finally:
-        # Read the pipes to their end (the run is gone, so the end comes): the transport
-        # closes only then. A process out of reach could hold them: give up after the grace.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(
-                asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
-            )
-        transport = process._transport  # type: ignore[attr-defined]
-        transport.close()
+        try:
+            # Read the pipes to their end (the run is gone, so the end comes): the transport
+            # closes only then. A process out of reach could hold them: give up after grace.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(_drain(process.stdout), _drain(process.stderr)), KILL_GRACE_S
+                )
+        finally:
+            transport = process._transport  # type: ignore[attr-defined]
+            transport.close()

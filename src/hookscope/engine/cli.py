@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -134,7 +133,8 @@ def _check(args: argparse.Namespace) -> int:
     from hookscope.engine.config import load
 
     path = Path(args.file) if args.file else _default_file()
-    table = load(path, tool_aliases=_aliases(args))
+    # References are resolved, never called: checking a file must not run its code.
+    table = load(path, tool_aliases=_aliases(args), call_references=False)
     rows = [("EVENT", "MATCHER", "TYPE", "TIMEOUT", "ON FAILURE", "NAME")]
     for entry in table.entries:
         hook = entry.hook
@@ -166,10 +166,12 @@ def _run(args: argparse.Namespace) -> int:
     event = CLAUDE_EVENTS.get(args.event, args.event)
     if event not in EVENTS:
         raise _CliError(f"unknown event {args.event!r}; use one of {', '.join(EVENTS)}")
+    from hookscope._reader import InputError, read_json
+
     try:
-        given = None if args.input is None else json.loads(args.input)
-    except json.JSONDecodeError as error:
-        raise _CliError(f"--input is not valid JSON: {error}") from None
+        given = None if args.input is None else read_json(args.input, "--input")
+    except InputError as error:
+        raise _CliError(f"--input is not valid JSON: {error.detail}") from None
     table = load(Path(args.file), tool_aliases=_aliases(args))
     try:
         lines, allowed = asyncio.run(run_event(table, event, args.tool, given))

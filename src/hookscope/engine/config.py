@@ -14,17 +14,17 @@ entry and the fix, in one :class:`ConfigError`; nothing is built from a file tha
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import sys
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, final, overload
 
-from hookscope.engine._reference import build_python_hook
+from hookscope._reader import MAX_BYTES, InputError, read_json, read_toml
+from hookscope._registry import close_hooks
+from hookscope.engine._reference import PythonReference, build_python_hook
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
@@ -32,11 +32,6 @@ from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
 from hookscope.types import HookscopeError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["ConfigError", "HookEntry", "HookTable", "load"]
 
@@ -85,15 +80,29 @@ class HookTable(Sequence[object]):
 
     ``HookRunner(table)``, ``runner.register(h) for h in table`` and
     ``runner.replace(old_table, new_table)`` all work. :attr:`entries` keeps the event each
-    hook was listed under (``hookscope hooks check`` prints it).
+    hook was listed under (``hookscope hooks check`` prints it). :meth:`close` closes the
+    hooks the table built (``watch()`` calls it on the table a reload replaces).
     """
 
-    __slots__ = ("entries", "source")
+    __slots__ = ("_built", "entries", "source")
 
-    def __init__(self, entries: Sequence[HookEntry] = (), source: str | None = None) -> None:
+    def __init__(
+        self,
+        entries: Sequence[HookEntry] = (),
+        source: str | None = None,
+        *,
+        built: Iterable[object] = (),
+    ) -> None:
         self.entries: tuple[HookEntry, ...] = tuple(entries)
         #: The file the table was loaded from; ``None`` for a mapping.
         self.source = source
+        self._built = tuple(built)
+
+    def close(self) -> None:
+        """Close (``close()``, where a hook has one) every hook this table built: command and
+        prompt hooks and instantiated classes, never an object a reference names as it is
+        (it may serve elsewhere)."""
+        close_hooks(self._built)
 
     @overload
     def __getitem__(self, index: int) -> object: ...
@@ -124,23 +133,11 @@ class _Problems:
         self.found.append(f"{entry}: {problem}")
 
 
-def _read(path: Path) -> tuple[Any, str]:
-    """The decoded file and the prefix under which its hooks live (for entry names)."""
+def _read(path: Path, content: bytes | None = None) -> tuple[Any, str]:
+    """The decoded file (``content``, when the caller read it already) and the prefix under
+    which its hooks live (for entry names), by the one reader of untrusted input."""
     label = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(label, ["file not found; check the path"]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text), ""
-        except json.JSONDecodeError as error:
-            raise ConfigError(
-                label, [f"line {error.lineno}: invalid JSON ({error.msg}); fix the syntax"]
-            ) from None
-    if path.suffix != ".toml":
+    if path.suffix not in (".json", ".toml"):
         raise ConfigError(
             label,
             [
@@ -148,10 +145,16 @@ def _read(path: Path) -> tuple[Any, str]:
                 "settings .json file"
             ],
         )
+    if content is None:
+        content = read_config_bytes(path)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(label, [f"invalid TOML ({error}); fix the syntax"]) from None
+        if path.suffix == ".json":
+            return read_json(content, label), ""
+        data = read_toml(content, label)
+    except InputError as error:
+        where = "" if error.line is None else f"line {error.line}: "
+        fix = "; fix the syntax" if error.problem.startswith("invalid") else ""
+        raise ConfigError(label, [f"{where}{error.problem}{fix}"]) from None
     if path.name == "pyproject.toml":
         section = data.get("tool", {}).get("hookscope")
         if section is None:
@@ -161,6 +164,25 @@ def _read(path: Path) -> tuple[Any, str]:
             )
         return section, "tool.hookscope."
     return data, ""
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """A configuration file's bytes, at most :data:`~hookscope._reader.MAX_BYTES` of them.
+
+    Raises:
+        ConfigError: the file is missing, unreadable or too large.
+    """
+    label = str(path)
+    try:
+        with path.open("rb") as file:
+            content = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(label, ["file not found; check the path"]) from None
+    except OSError as error:
+        raise ConfigError(label, [f"cannot read it ({error}); check its permissions"]) from None
+    if len(content) > MAX_BYTES:
+        raise ConfigError(label, [f"is larger than {MAX_BYTES} bytes; hookscope reads no more"])
+    return content
 
 
 def _project_dir(path: Path | None) -> Path:
@@ -174,6 +196,8 @@ def load(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
     tool_aliases: Mapping[str, str] | None = None,
+    call_references: bool = True,
+    content: bytes | None = None,
 ) -> HookTable:
     """Load and validate a hook configuration.
 
@@ -184,6 +208,12 @@ def load(
         tool_aliases: For Claude Code settings: their tool names → the agent's
             (``{"Bash": "run_command"}``); matchers are translated, and the hook programs
             still see the names they know.
+        call_references: ``False`` resolves Python references (imports the module, finds
+            the name, binds the options to its signature) without calling them: the table
+            holds :class:`~hookscope.engine._reference.PythonReference` placeholders where
+            the hooks would be (``hookscope hooks check``).
+        content: The file's bytes, when the caller read them already (``watch()`` reads a
+            file once per check); ``source`` is then only its name.
 
     Returns:
         The hooks, in file order.
@@ -193,7 +223,7 @@ def load(
     """
     path = None if isinstance(source, Mapping) else Path(source)
     label = "<mapping>" if path is None else str(path)
-    data, prefix = (source, "") if path is None else _read(path)
+    data, prefix = (source, "") if path is None else _read(path, content)
     problems = _Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
@@ -201,7 +231,7 @@ def load(
             label, [f'no "{prefix}hooks" table; add one, e.g. [[{prefix}hooks.pre_tool_call]]']
         )
     hooks: Mapping[str, Any] = data["hooks"]
-    context = _Context(_project_dir(path), dict(tool_aliases or {}), problems)
+    context = _Context(_project_dir(path), dict(tool_aliases or {}), problems, call_references)
     if any(name in CLAUDE_EVENTS for name in hooks):
         _load_claude(hooks, context, entries)
     else:
@@ -212,8 +242,9 @@ def load(
             problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
         _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
+        close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes
         raise ConfigError(label, problems.found)
-    return HookTable(entries, None if path is None else label)
+    return HookTable(entries, None if path is None else label, built=context.built)
 
 
 @dataclass
@@ -221,6 +252,9 @@ class _Context:
     project_dir: Path
     aliases: dict[str, str]
     problems: _Problems
+    call_references: bool = True
+    #: Hooks this load constructed (closed again when the file turns out invalid).
+    built: list[object] = field(default_factory=list)
 
     @property
     def tool_names(self) -> dict[str, str]:
@@ -345,8 +379,17 @@ def _handler(
         hook = _prompt(event, item, where, context, options)
     else:
         hook = build_python_hook(
-            event, item, where, context.problems.add, context.project_dir, options
+            event,
+            item,
+            where,
+            context.problems.add,
+            context.project_dir,
+            options,
+            context.built,
+            call=context.call_references,
         )
+    if hook is not None and kind != "python":
+        context.built.append(hook)
     if hook is not None and item_matcher:
         _check_registration(hook, where, context)
     return hook
@@ -489,6 +532,8 @@ def _prompt(
 
 def _check_registration(hook: object, where: str, context: _Context) -> None:
     """Let the runner's own validation speak now, not when the table is applied."""
+    if isinstance(hook, PythonReference):  # not called, so nothing to register yet
+        return
     try:
         HookRunner([hook])
     except (TypeError, ValueError) as error:

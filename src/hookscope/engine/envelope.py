@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from hookscope._reader import InputError, read_json
 from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
 from hookscope.runner import HookFailure
@@ -220,9 +221,9 @@ def parse_verdict(stdout: str) -> Verdict:
     if not text.startswith("{"):
         return NO_OPINION
     try:
-        answer = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise HookFailure(f"printed malformed JSON ({error.msg} at char {error.pos})") from None
+        answer = read_json(text, "stdout")
+    except InputError as error:
+        raise HookFailure(f"printed malformed JSON ({error.problem})") from None
     if not isinstance(answer, dict):
         raise HookFailure("printed JSON that is not one object")
     return verdict_from(answer)

@@ -5,16 +5,20 @@ non-streaming ``{base_url}/chat/completions`` request to any OpenAI-compatible e
 expects the model to answer ``{"ok": true}`` or ``{"ok": false, "reason": "..."}``. ``ok:
 false`` denies a call or blocks a turn with the reason; any other answer, an HTTP error or a
 timeout is a hook failure (decide events fail closed unless ``on_failure = "allow"``).
+
+An answer is read up to :data:`ANSWER_LIMIT` bytes; one that says it is longer, or turns out
+longer, fails the run the moment it does. A user and password in ``base_url`` are sent as
+basic auth, never as part of the URL (which httpx logs at INFO).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from hookscope._reader import InputError, read_json
 from hookscope.context import HookContext
 from hookscope.engine import _run
 from hookscope.engine.envelope import Verdict, build_envelope, encode_envelope, event_result
@@ -25,12 +29,14 @@ from hookscope.types import ToolCall
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["DEFAULT_PROMPT_TIMEOUT", "PLACEHOLDER", "PromptHook"]
+__all__ = ["ANSWER_LIMIT", "DEFAULT_PROMPT_TIMEOUT", "PLACEHOLDER", "PromptHook"]
 
 #: Replaced by the envelope JSON in a prompt template; appended when the template lacks it.
 PLACEHOLDER: Final = "$ARGUMENTS"
 #: Seconds a prompt hook may take when its configuration names no timeout.
 DEFAULT_PROMPT_TIMEOUT: Final = 30.0
+#: Bytes of a judge's answer past which the run fails (a verdict is a few hundred bytes).
+ANSWER_LIMIT: Final = 1024 * 1024
 _SYSTEM: Final = (
     "You are a hook in an AI agent's lifecycle. Judge the event you are given. Answer with one "
     'JSON object and nothing else: {"ok": true} to let it proceed, or {"ok": false, '
@@ -79,12 +85,27 @@ class PromptHook(CategoryHook):
         for label, value in (("prompt", prompt), ("model", model)):
             if not (isinstance(value, str) and value.strip()):
                 raise ValueError(f"a prompt hook needs a non-empty {label}, got {value!r}")
-        parts = urlsplit(base_url) if isinstance(base_url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        parts: SplitResult | None = None
+        hostname: str | None = None
+        try:
+            parts = urlsplit(base_url) if isinstance(base_url, str) else None
+            hostname = None if parts is None else parts.hostname
+        except ValueError:  # a malformed port or IPv6 address
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not hostname:
+            from hookscope.redaction import mask_url
+
             raise ValueError(
                 "base_url must be an http(s) URL such as https://api.openai.com/v1, "
-                f"got {base_url!r}"
+                f"got {mask_url(base_url)!r}"
             )
+        #: A user and password from base_url, sent as basic auth (kept out of the URL).
+        self._auth: tuple[str, str] | None = None
+        if parts.username is not None or parts.password is not None:
+            self._auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+            netloc = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=netloc)
+            base_url = urlunsplit(parts)
         self.event = event  # type: ignore[misc]  # one class serves every event
         self.prompt = prompt
         self.model = model
@@ -95,7 +116,7 @@ class PromptHook(CategoryHook):
         self.fail_open = fail_open
         self.matcher = matcher
         self.tool_names = dict(tool_names or {})
-        self._host = parts.hostname
+        self._host = hostname
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
 
     def __repr__(self) -> str:
@@ -122,7 +143,10 @@ class PromptHook(CategoryHook):
             HookFailure: the call failed or the answer is not ``{"ok", "reason"}``.
         """
         event: HookEvent = self.event
-        envelope = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        try:
+            envelope = encode_envelope(build_envelope(event, context, data, self.tool_names))
+        except Exception as error:  # a value that cannot be shown: this hook failed, loudly
+            raise HookFailure(f"cannot be given its input ({type(error).__name__})") from None
         body = {
             "model": self.model,
             "stream": False,
@@ -145,26 +169,29 @@ class PromptHook(CategoryHook):
 
         try:
             # One client per run: a client's pool is bound to the loop it first ran on.
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(
-                    f"{self.base_url}/chat/completions", json=body, headers=headers
-                )
+            async with (
+                httpx.AsyncClient(timeout=self.timeout, auth=self._auth) as client,
+                client.stream(
+                    "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
+                ) as response,
+            ):
+                if response.status_code != 200:
+                    raise HookFailure(f"the model endpoint answered HTTP {response.status_code}")
+                answer = await _read_capped(response)
         except httpx.HTTPError as error:
             # The type only: an error's text may carry the URL, and with it a credential.
             raise HookFailure(f"cannot reach the model endpoint ({type(error).__name__})") from None
-        if response.status_code != 200:
-            raise HookFailure(f"the model endpoint answered HTTP {response.status_code}")
-        ok, reason = self._answer(response)
+        ok, reason = self._answer(answer)
         call = data if isinstance(data, ToolCall) else None
         verdict = Verdict("allow") if ok else Verdict("deny", reason)
         return event_result(event, verdict, self.name, call)
 
-    def _answer(self, response: httpx.Response) -> tuple[bool, str]:
+    def _answer(self, answer: bytes) -> tuple[bool, str]:
         try:
-            completion = response.json()
+            completion = read_json(answer, "the answer", max_bytes=ANSWER_LIMIT)
             choice = completion["choices"][0]
             content = choice["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (InputError, ValueError, KeyError, IndexError, TypeError):
             raise HookFailure("the model endpoint's answer is not a chat completion") from None
         if isinstance(completion.get("model"), str):
             _run.record(_run.GEN_AI_RESPONSE_MODEL, completion["model"])
@@ -183,10 +210,25 @@ class PromptHook(CategoryHook):
         if fenced:
             text = fenced.group(1)
         try:
-            answer = json.loads(text)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict) or type(answer.get("ok")) is not bool:
+            verdict = read_json(text, "the model's verdict", max_bytes=ANSWER_LIMIT)
+        except InputError:
+            verdict = None
+        if not isinstance(verdict, dict) or type(verdict.get("ok")) is not bool:
             raise HookFailure('the model did not answer {"ok": true|false, "reason": "..."}')
-        reason = answer.get("reason")
-        return answer["ok"], reason if isinstance(reason, str) else ""
+        reason = verdict.get("reason")
+        return verdict["ok"], reason if isinstance(reason, str) else ""
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    """The body of ``response``, failing as soon as it is known to pass :data:`ANSWER_LIMIT`."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > ANSWER_LIMIT:
+        raise HookFailure(f"the model endpoint answered more than {ANSWER_LIMIT} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > ANSWER_LIMIT:
+            raise HookFailure(f"the model endpoint answered more than {ANSWER_LIMIT} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

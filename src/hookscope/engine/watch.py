@@ -1,11 +1,16 @@
 """Hot reload: keep a runner's configured hooks in step with their file.
 
 :func:`watch` loads the file, registers its hooks, then polls the file in a background thread.
-A changed file that validates replaces the hooks it loaded before in one step
-(``runner.replace``: a dispatch in flight finishes with the table it started with); one that
-fails validation (or disappears) keeps the old hooks running and logs why at WARNING. Every
-reload is counted as ``hookscope.engine.reloads`` with ``hookscope.engine.reload.outcome`` =
-``applied`` or ``rejected``, through the OpenTelemetry API only.
+Each check reads the file once (its bytes and their size and mtime together); a change is
+acted on only once the file has stayed the same for one more check, so a file still being
+written is never applied half-way. A changed file that validates replaces the hooks it loaded
+before in one step (``runner.replace``: a dispatch in flight finishes with the table it started
+with), wherever they stand in the runner's table *now* — hooks registered meanwhile stay, and
+hooks of the file that were unregistered are not an error: the new ones go last. The replaced
+hooks are closed (``close()``, e.g. an ``AuditLog``'s file), as are the hooks of a file that
+fails validation (or disappears), which keeps the old hooks running and logs why at WARNING.
+Every reload is counted as ``hookscope.engine.reloads`` with ``hookscope.engine.reload.outcome``
+= ``applied`` or ``rejected``, through the OpenTelemetry API only.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Final, final
 
 from opentelemetry import metrics
 
+from hookscope._reader import MAX_BYTES
 from hookscope.engine.config import ConfigError, HookTable, load
 from hookscope.runner import HookRunner
 
@@ -34,11 +40,19 @@ _APPLIED: Final = {RELOAD_OUTCOME: "applied"}
 _REJECTED: Final = {RELOAD_OUTCOME: "rejected"}
 
 
-def _snapshot(path: Path) -> bytes | None:
+_Snapshot = tuple[tuple[int, int, int] | None, bytes | None]
+
+
+def _snapshot(path: Path) -> _Snapshot:
+    """The file's (size, mtime, inode) and bytes, from one open; ``(None, None)`` when it
+    cannot be read."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            status = os.fstat(file.fileno())
+            content = file.read(MAX_BYTES + 1)
     except OSError:
-        return None
+        return None, None
+    return (status.st_size, status.st_mtime_ns, status.st_ino), content
 
 
 @final
@@ -62,8 +76,11 @@ class Watch:
         self.path = path
         self.interval = interval
         self._aliases = dict(tool_aliases or {})
-        self._seen = _snapshot(path)
-        self.table: HookTable = load(path, tool_aliases=self._aliases)
+        content = _snapshot(path)[1]
+        self._seen = content
+        self._pending: _Snapshot | None = None  # a change waiting to be seen stable
+        self._checking = threading.Lock()  # the thread and a caller never check at once
+        self.table: HookTable = load(path, tool_aliases=self._aliases, content=content)
         self.last_error: ConfigError | None = None
         meter = metrics.get_meter("hookscope.engine", meter_provider=meter_provider)
         self._reloads = meter.create_counter(
@@ -87,25 +104,42 @@ class Watch:
                 )
 
     def check(self) -> bool:
-        """Reload now if the file changed; return whether it did (applied or rejected).
+        """Reload if the file changed and has stayed the same since the previous check;
+        return whether it reloaded (applied or rejected).
 
-        The background thread calls this every ``interval`` seconds.
+        The background thread calls this every ``interval`` seconds, so a change is applied
+        one to two intervals after the file stops changing.
         """
-        current = _snapshot(self.path)
-        if current == self._seen:
+        with self._checking:
+            return self._check()
+
+    def _check(self) -> bool:
+        snapshot = _snapshot(self.path)
+        content = snapshot[1]
+        if content == self._seen:
+            self._pending = None
             return False
-        self._seen = current
+        if snapshot != self._pending:  # new, or still changing: wait for one quiet interval
+            self._pending = snapshot
+            return False
+        self._pending, self._seen = None, content
         try:
-            if current is None:
+            if content is None:
                 raise ConfigError(str(self.path), ["file not found; the old hooks stay"])
-            table = load(self.path, tool_aliases=self._aliases)
+            table = load(self.path, tool_aliases=self._aliases, content=content)
         except ConfigError as error:
             self.last_error = error
             self._reloads.add(1, _REJECTED)
             logger.warning("hook configuration not reloaded, the old hooks stay: %s", error)
             return True
-        self.runner.replace(self.table, table)
-        self.table, self.last_error = table, None
+        try:
+            # Where the file's hooks stand now: register() or unregister() since are kept.
+            self.runner.replace(self.table, table, missing_ok=True)
+        except Exception:
+            table.close()
+            raise
+        replaced, self.table, self.last_error = self.table, table, None
+        replaced.close()
         self._reloads.add(1, _APPLIED)
         logger.info("hook configuration reloaded from %s (%d hooks)", self.path, len(table))
         return True

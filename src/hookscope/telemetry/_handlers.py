@@ -372,6 +372,10 @@ class EventHandlers:
     def _pre_llm_request(
         self, record: TurnRecord, request: LlmRequest, decision: Any, by: Any
     ) -> None:
+        if decision is None:  # reported by an adapter whose SDK has no model hook: no guardrail
+            if record.chat is not None:
+                record.chat.deactivate()
+            return
         attributes = self._guardrail(
             record, sc.STAGE_REQUEST, decision.action, by, decision.message
         )
@@ -388,8 +392,11 @@ class EventHandlers:
     def _on_llm_response(
         self, record: TurnRecord, response: LlmResponse, decision: Any, by: Any
     ) -> None:
-        attributes = self._guardrail(
-            record, sc.STAGE_RESPONSE, decision.action, by, decision.message
+        # ``None``: reported by an adapter whose SDK has no model hook, so no guardrail ran.
+        attributes = (
+            self._guardrail(record, sc.STAGE_RESPONSE, decision.action, by, decision.message)
+            if decision is not None
+            else None
         )
         chat = record.chat
         if chat is None:
@@ -411,14 +418,17 @@ class EventHandlers:
             self.end_chat(record, None, end_ns)
 
     def _describe_response(
-        self, chat: ChatRecord, response: LlmResponse, provider: str | None, event: dict[str, Any]
+        self,
+        chat: ChatRecord,
+        response: LlmResponse,
+        provider: str | None,
+        event: dict[str, Any] | None,
     ) -> None:
         span = chat.span
         finish_reasons = tuple(response.finish_reasons)
-        attributes: dict[str, Any] = {
-            sc.GUARDRAIL_RESPONSE: event[sc.GUARDRAIL_VERDICT],
-            sc.GEN_AI_RESPONSE_MODEL: response.model,
-        }
+        attributes: dict[str, Any] = {sc.GEN_AI_RESPONSE_MODEL: response.model}
+        if event is not None:
+            attributes[sc.GUARDRAIL_RESPONSE] = event[sc.GUARDRAIL_VERDICT]
         if provider is not None:
             attributes[sc.GEN_AI_PROVIDER_NAME] = provider
             attributes[sc.LLM_PROVIDER] = provider
@@ -427,7 +437,7 @@ class EventHandlers:
         if response.usage is not None:
             attributes.update(usage_attributes(response.usage, openinference=True))
         span.set_attributes(attributes)
-        self.event(chat, sc.EVENT_NAMES["on_llm_response"], event)
+        self.event(chat, sc.EVENT_NAMES["on_llm_response"], event or {})
         messages = self._messages
         if messages.on_spans or messages.on_events:
             identity: dict[str, Any] = {

@@ -12,7 +12,6 @@ killed writer) is not telemetry yet and is skipped silently.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, final
 
+from hookscope._reader import InputError, read_json
 from hookscope.types import HookscopeError
 
 __all__ = [
@@ -158,9 +158,9 @@ def _requests(
     for path in signal_files(directory, name):
         for where, line in _lines(path, problems):
             try:
-                request = json.loads(line)
-            except ValueError as error:
-                _problem(problems, "malformed", where, f"not JSON ({error})")
+                request = read_json(line, where, max_bytes=MAX_RECORD_BYTES)
+            except InputError as error:
+                _problem(problems, "malformed", where, f"not JSON ({error.detail})")
                 continue
             if not isinstance(request, dict):
                 _problem(problems, "unexpected", where, "not a JSON object")

@@ -33,8 +33,11 @@ from typing import Final, final
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from hookscope._version import __version__
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._aggregated import BucketHistogram, Series, attach
 
 __all__ = [
     "FLUSH_THRESHOLD",
@@ -49,6 +52,12 @@ logger = logging.getLogger("hookscope")
 #: Queued histogram values that trigger an immediate flush: bounds memory between collections,
 #: and the pause a flush costs the agent (~15 µs per value on a small VM).
 FLUSH_THRESHOLD: Final = 1024
+#: Raw (agent, hook, event, hook type) keys whose hook-duration series are remembered; past
+#: it, a key is guarded and budgeted on every run (still correct, a little slower).
+_SERIES_CACHE: Final = 10_000
+_HOOK_DURATION_DESCRIPTION: Final = (
+    "Time each hook took per dispatch (hookscope's overhead on the agent)"
+)
 #: Distinct values of a guarded attribute an instrument reports before using ``_other``.
 DEFAULT_CARDINALITY_LIMIT: Final = 100
 #: Distinct attribute sets an instrument reports with their names; half the SDK's default
@@ -161,9 +170,14 @@ class _Counts:
         create(name, callbacks=[self._observe], unit=unit, description=description)
 
     def add(self, key: Key, amount: int = 1) -> None:
+        counts = self._counts
+        with self._lock:
+            if key in counts:  # counted before: the budget let it through (or folded it here)
+                counts[key] += amount
+                return
         key = self._budget(key)
         with self._lock:
-            self._counts[key] = self._counts.get(key, 0) + amount
+            counts[key] = counts.get(key, 0) + amount
 
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
         if self.before_observe is not None:
@@ -181,21 +195,38 @@ class _Counts:
 
 @final
 class _Histogram:
-    """A histogram whose values are queued and recorded in batches."""
+    """A histogram counted into its buckets in process, or else queued and recorded in batches.
 
-    __slots__ = ("_attributes", "_boundaries", "_budget", "_histogram", "_names", "_pending")
+    Where the provider allows it (:func:`~hookscope.telemetry._aggregated.attach`: an SDK
+    provider whose views leave the instrument as it is), values go to a
+    :class:`~hookscope.telemetry._aggregated.BucketHistogram` that readers collect as the
+    same metric, exemplars included; otherwise they are queued and recorded into the SDK
+    histogram when a reader collects (or :data:`FLUSH_THRESHOLD` are queued).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_boundaries",
+        "_histogram",
+        "_pending",
+        "_series",
+        "buckets",
+        "budget",
+        "names",
+    )
 
     def __init__(
         self,
         meter: Meter,
+        meter_provider: MeterProvider,
         name: str,
         unit: str,
         description: str,
         names: Sequence[str],
         boundaries: Sequence[float],
     ) -> None:
-        self._names = tuple(names)
-        self._budget = _Budget(self._names)
+        self.names = tuple(names)
+        self.budget = _Budget(self.names)
         self._boundaries = tuple(boundaries)
         self._histogram = meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=boundaries
@@ -204,12 +235,43 @@ class _Histogram:
         # thread drains, without a lock.
         self._pending: deque[tuple[float, Key, Context | None]] = deque()
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
+        #: Series by the key as recorded (before the budget): a key's budgeted form never
+        #: changes once seen, so the budget is asked once per key.
+        self._series: dict[Key, Series] = {}
+        buckets = BucketHistogram(
+            name,
+            unit,
+            description,
+            boundaries,
+            getattr(self._histogram, "instrumentation_scope", None)
+            or InstrumentationScope(sc.INSTRUMENTATION_SCOPE, __version__, sc.SCHEMA_URL),
+        )
+        #: The in-process histogram, or ``None`` where values go to the SDK's.
+        self.buckets = buckets if attach(meter_provider, buckets, self._histogram) else None
 
     def record(self, value: float, key: Key, context: Context | None) -> None:
-        """Queue ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
-        self._pending.append((value, self._budget(key), context))
+        """Count ``value`` with its attribute ``key``, measured in ``context`` (its span's)."""
+        buckets = self.buckets
+        if buckets is not None:
+            series = self._series.get(key)
+            if series is None:
+                series = self.series(key)
+            buckets.record(series, value, context)
+            return
+        self._pending.append((value, self.budget(key), context))
         if len(self._pending) >= FLUSH_THRESHOLD:
             self.flush()
+
+    def series(self, key: Key, remember: Key | None = None) -> Series:
+        """The in-process series of ``key`` (budgeted here), remembered under ``remember``
+        (default ``key``) while the cache has room. Only when :attr:`buckets` is set."""
+        assert self.buckets is not None
+        budgeted = self.budget(key)
+        names = self.names
+        series = self.buckets.series(budgeted, lambda: _attributes(names, budgeted))
+        if len(self._series) < _SERIES_CACHE:  # bounded: a name per run would not grow it
+            self._series[key if remember is None else remember] = series
+        return series
 
     def flush(self) -> None:
         """Record every queued value, each in the context (span) it was measured in.
@@ -228,7 +290,7 @@ class _Histogram:
                 return
             attributes = cache.get(key)
             if attributes is None:
-                attributes = cache[key] = _attributes(self._names, key)
+                attributes = cache[key] = _attributes(self.names, key)
             if context is not None:
                 slot = (key, bisect_left(boundaries, value))
                 if slot in offered:
@@ -251,8 +313,6 @@ class Instruments:
     def __init__(
         self, meter_provider: MeterProvider, cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT
     ) -> None:
-        from hookscope import __version__
-
         meter = meter_provider.get_meter(
             sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
         )
@@ -342,6 +402,7 @@ class Instruments:
         )
         self.tool_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TOOL_DURATION,
             "s",
             "Duration of a tool call's execute_tool span (tools that ran)",
@@ -350,6 +411,7 @@ class Instruments:
         )
         self.turn_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TURN_DURATION,
             "s",
             "Duration of a turn's invoke_agent span",
@@ -359,6 +421,7 @@ class Instruments:
         operation = (agent, sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME)
         self.token_usage = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_TOKEN_USAGE,
             "{token}",
             "Input and output tokens per model call",
@@ -367,6 +430,7 @@ class Instruments:
         )
         self.operation_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_OPERATION_DURATION,
             "s",
             "Duration of a model call (its chat span)",
@@ -375,9 +439,10 @@ class Instruments:
         )
         self.hook_duration = _Histogram(
             meter,
+            meter_provider,
             sc.METRIC_HOOK_DURATION,
             "s",
-            "Time each hook took per dispatch (hookscope's overhead on the agent)",
+            _HOOK_DURATION_DESCRIPTION,
             (agent, hook, event, sc.HOOK_TYPE),
             sc.HOOK_DURATION_BUCKETS_S,
         )
@@ -388,6 +453,8 @@ class Instruments:
             self.operation_duration,
             self.hook_duration,
         )
+        self._hook_buckets = self.hook_duration.buckets
+        self._hook_series: dict[tuple[str, str, str, str], Series] = {}
         # Queued histogram values must be recorded before the SDK aggregates a collection.
         # Observable callbacks run first, in registration order: the first counter flushes.
         self.tool_calls.before_observe = self.flush
@@ -396,6 +463,40 @@ class Instruments:
         """Record every queued histogram value now."""
         for histogram in self._histograms:
             histogram.flush()
+
+    def hook_ran(
+        self,
+        agent: str,
+        hook_name: str,
+        event: str,
+        seconds: float,
+        hook_type: str = sc.HOOK_TYPE_PYTHON,
+    ) -> None:
+        """Count one hook run of ``seconds`` in ``hookscope.hook.duration``.
+
+        ``agent`` is already guarded; the hook name is guarded here. ``hook_type`` (python,
+        command or prompt) is bounded by construction. The hot path is one dict lookup and
+        one :meth:`BucketHistogram.add`: a guarded, budgeted key never changes once seen, so
+        its series is kept under the raw key. The one place hook-duration attributes are
+        built.
+        """
+        buckets = self._hook_buckets
+        if buckets is None:  # a provider the in-process histogram cannot stand in for
+            key = (agent, self.hook_name(hook_name), event, hook_type)
+            self.hook_duration.record(seconds, key, None)
+            return
+        raw = (agent, hook_name, event, hook_type)
+        series = self._hook_series.get(raw)
+        if series is None:
+            series = self._hook_series_of(buckets, raw)
+        buckets.add(series, seconds)
+
+    def _hook_series_of(self, buckets: BucketHistogram, raw: tuple[str, str, str, str]) -> Series:
+        agent, hook_name, event, hook_type = raw
+        series = self.hook_duration.series((agent, self.hook_name(hook_name), event, hook_type))
+        if len(self._hook_series) < _SERIES_CACHE:
+            self._hook_series[raw] = series
+        return series
 
 
 # The SDK hands back the instrument already registered when a name is created twice on one

@@ -512,11 +512,12 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             agent = record.metric_agent
         else:
             agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
-        hook = instruments.hook_name(hook_name)
-        hook_type = self._hook_types.get(hook_name, sc.HOOK_TYPE_PYTHON)
         # No exemplar: a hook has no span of its own, and with several hooks per event the
-        # exemplar reservoir would cost more than the rest of the measurement.
-        instruments.hook_duration.record(duration_s, (agent, hook, event, hook_type), None)
+        # exemplar reservoir would cost more than the rest of the measurement. The hook type
+        # is looked up only once a command or prompt hook has run (usually there is none).
+        types = self._hook_types
+        hook_type = types.get(hook_name, sc.HOOK_TYPE_PYTHON) if types else sc.HOOK_TYPE_PYTHON
+        instruments.hook_ran(agent, hook_name, event, duration_s, hook_type)
         if error is None:
             if event == "pre_tool_call" and isinstance(record, OperationRecord):
                 decision = getattr(result, "decision", None)
@@ -524,6 +525,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     record.policy_hook = hook_name
             return
         kind = error_type(error)
+        hook = instruments.hook_name(hook_name)
         instruments.hook_failures.add((agent, hook, event, instruments.error_type(kind)))
         if record is not None and record.recording:
             self.event(

@@ -67,6 +67,14 @@ class Guard:
         except Exception as error:
             return deny(self.failed(where or _name(work), error))
 
+    async def report(self, work: Awaitable[T], default: T, where: str = "") -> T:
+        """Await observe-only ``work``; an exception is logged once and ``default`` returned."""
+        try:
+            return await work
+        except Exception as error:
+            self._quiet(where or _name(work), error)
+            return default
+
     def observe(self, fn: F) -> F:
         """Wrap an observe-only callback (sync or async): exceptions logged once, ``None`` back."""
         where = getattr(fn, "__qualname__", repr(fn))

@@ -170,6 +170,10 @@ class KitInstrumentor(BaseInstrumentor):
     sdk: ClassVar[str] = ""
     #: The supported versions, as requirement strings (``instrumentation_dependencies()``).
     instruments: ClassVar[tuple[str, ...]] = ()
+    #: ``gen_ai.agent.name`` when ``instrument()`` is given none.
+    default_agent_name: ClassVar[str] = ""
+    #: Appended to the warning about a target the installed SDK lacks (what is lost).
+    missing_target_note: ClassVar[str] = ""
     #: The governor of the current instrumentation, ``None`` when not instrumented.
     governor: Governor | None = None
     _wrapped: tuple[tuple[str, str], ...] = ()
@@ -184,13 +188,14 @@ class KitInstrumentor(BaseInstrumentor):
         raise NotImplementedError
 
     def _instrument(self, **kwargs: Any) -> None:
+        agent_name = kwargs.get("agent_name") or self.default_agent_name or None
         runner, undo = resolve_runner(
             kwargs.get("runner"),
             kwargs.get("tracer_provider"),
             kwargs.get("meter_provider"),
-            kwargs.get("agent_name"),
+            agent_name,
         )
-        governor = Governor(runner, self.sdk, agent_name=kwargs.get("agent_name"))
+        governor = Governor(runner, self.sdk, agent_name=agent_name)
         wrapped: list[tuple[str, str]] = []
         try:
             targets = list(self.targets(governor))
@@ -209,10 +214,11 @@ class KitInstrumentor(BaseInstrumentor):
             except Exception:
                 logger.warning(
                     "hookscope could not instrument %s.%s (a %s version this instrumentation "
-                    "does not know?); the rest is instrumented",
+                    "does not know?); the rest is instrumented%s",
                     module,
                     name,
                     self.sdk,
+                    self.missing_target_note,
                     exc_info=True,
                 )
                 continue

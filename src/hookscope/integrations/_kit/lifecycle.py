@@ -33,7 +33,7 @@ from hookscope.integrations._kit.scopes import (
     ended_by,
 )
 from hookscope.integrations._kit.verdicts import ToolVerdict, TurnVerdict
-from hookscope.runner import settle_ask
+from hookscope.runner import ask_text, settle_ask
 from hookscope.types import (
     ChatResponse,
     HookResult,
@@ -54,9 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["Phase", "Session", "SubagentRun", "ToolOp", "Turn"]
 
 Phase = Literal["deciding", "asking", "allowed", "denied", "done"]
-
-_ACCEPT = ResponseDecision()
-_PROCEED = RequestDecision()
 
 
 class Session:
@@ -243,7 +240,8 @@ class Turn:
         notifier = self.runner.notifier
         with (run.scope if run is not None else self.scope).current():
             notifier.dispatch_started("pre_llm_request", context, request)
-            notifier.dispatch_finished("pre_llm_request", context, request, _PROCEED, None)
+            # No decision: no hook ran, so telemetry records no guardrail verdict.
+            notifier.dispatch_finished("pre_llm_request", context, request, None, None)
 
     def model_call_finished(self, response: LlmResponse, run: SubagentRun | None = None) -> None:
         """The model answered: its span ends with model, usage and finish reasons."""
@@ -253,7 +251,7 @@ class Turn:
             self._chats.pop(id(context), None)
         notifier = self.runner.notifier
         notifier.dispatch_started("on_llm_response", context, response)
-        notifier.dispatch_finished("on_llm_response", context, response, _ACCEPT, None)
+        notifier.dispatch_finished("on_llm_response", context, response, None, None)
 
     # --- model calls, governed (SDKs with model hooks) ---
 
@@ -399,7 +397,10 @@ class ToolOp:
         asked = asyncio.Event()
         self._answer = loop.create_future()
 
+        question: list[str] = []
+
         async def confirm(context: Any, pending: HookResult) -> HookResult:
+            question.append(ask_text(context, pending))
             asked.set()
             self.phase = "asking"
             assert self._answer is not None
@@ -417,7 +418,7 @@ class ToolOp:
         if task.done():
             return self._decided(task.result())
         self._task = task
-        pending = ToolVerdict(False, self.call, asked=True, pending=True)
+        pending = ToolVerdict(False, self.call, question[0], asked=True, pending=True)
         self.verdict = pending
         return pending
 

@@ -38,6 +38,7 @@ class DispatchReport:
         "decided_by",
         "event",
         "finished",
+        "verdict",
     )
 
     def __init__(
@@ -50,6 +51,8 @@ class DispatchReport:
         self.decided_by: str | None = None
         self._tentative: str | None = None
         self.finished = False
+        #: What a governing runner decided inside this report (:mod:`.fold`), if one ran.
+        self.verdict: Any = None
         self._fold = Fold(data, RULES[event].default)
         notifier.dispatch_started(event, context, data)
 
@@ -69,6 +72,16 @@ class DispatchReport:
                 self.decided_by = hook_name
             elif step == TENTATIVE and self._tentative is None:
                 self._tentative = hook_name
+
+    def settle(self, verdict: Any, decided_by: str | None) -> None:
+        """A runner whose hooks were reported here (:mod:`.fold`) reached ``verdict``.
+
+        Kept for whoever finishes the report; ``decided_by`` (the runner's) names the decider
+        when no reported result did (a hook that failed, and so denied).
+        """
+        self.verdict = verdict
+        if self.decided_by is None and self._tentative is None:
+            self.decided_by = decided_by
 
     def finish(self, result: Any, decided_by: str | None = None, data: Any = None) -> None:
         """End the report with ``result`` (a no-op when already finished)."""

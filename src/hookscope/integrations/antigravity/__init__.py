@@ -25,17 +25,21 @@ Both produce hookscope's telemetry (DESIGN §5): ``session {agent}`` → ``invok
 from __future__ import annotations
 
 from hookscope.integrations.antigravity.instrumentor import (
+    CONFIG_ENV,
     DEFAULT_AGENT_NAME,
     INSTRUMENTS,
     NEST_SESSIONS_ENV,
     AntigravityInstrumentor,
+    govern,
     hooks,
 )
 
 __all__ = [
+    "CONFIG_ENV",
     "DEFAULT_AGENT_NAME",
     "INSTRUMENTS",
     "NEST_SESSIONS_ENV",
     "AntigravityInstrumentor",
+    "govern",
     "hooks",
 ]

@@ -15,7 +15,7 @@ import wrapt
 from google.antigravity.hooks import hooks as ag_hooks
 
 from hookscope.hooks import HookEvent
-from hookscope.integrations.antigravity.reporting import DISPATCH
+from hookscope.integrations._kit.report import REPORTING
 from hookscope.integrations.antigravity.sdk_values import answers_of
 from hookscope.types import HookResult, Recovery
 
@@ -79,7 +79,7 @@ class HookProxy(wrapt.ObjectProxy[Any]):
 
     async def run(self, context: Any, data: Any) -> Any:
         """Run the hook; report its duration and result (or failure) to the dispatch."""
-        dispatch = DISPATCH.get()
+        dispatch = REPORTING.get()
         if dispatch is None or dispatch.event not in self._self_events:
             return await self.__wrapped__.run(context, data)
         started = perf_counter()
@@ -99,7 +99,7 @@ class HookProxy(wrapt.ObjectProxy[Any]):
 
 def proxy(hook: Any) -> Any:
     """``hook`` behind a :class:`HookProxy` when it serves a hookscope event, else itself."""
-    if isinstance(hook, HookProxy):
-        return hook
+    if isinstance(hook, HookProxy) or getattr(hook, "reports_itself", False):
+        return hook  # a governing hook reports the runner's hooks one by one instead
     events = frozenset(event for cls, event, _ in _HOOK_CLASSES if isinstance(hook, cls))
     return HookProxy(hook, events) if events else hook

@@ -4,33 +4,35 @@ The harness calls back only for events the SDK has hooks for. Each handler is wr
 its dispatch is reported around the SDK's hooks (which the hook proxies time one by one), with
 the scope's span current while they run; the verdict is read from the response the handler
 fills in for the harness.
+
+Each event has a *begin* function, which finds what the callback is about and returns a
+:class:`Begun` (or ``None``: nothing to report), and the :class:`Begun` carries its own *end*,
+a closure over what it began, called with the handler's response (or its error).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import Any, Final
 
-from google.antigravity.connections.local import (
-    struct_converter,
-)
-from google.antigravity.proto import localharness_pb2 as pb2
-
+from hookscope.context import HookContext
 from hookscope.hooks import HookEvent
-from hookscope.integrations.antigravity.operations import OpState
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
-from hookscope.integrations.antigravity.sdk_values import (
-    json_args,
-    tool_error,
-    tool_name,
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
+from hookscope.integrations.antigravity import sdk_values as sdk
+from hookscope.integrations.antigravity.reported_op import ReportedOp
+from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.types import HookResult
+
+__all__ = ["HANDLERS", "TRACKED", "Begun", "router_wrapper"]
+
+#: Whether the SDK object whose callback runs in this task belongs to a session the adapter
+#: tracks (its wrappers then report every event; SDK hooks need not track it themselves).
+TRACKED: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
+    "hookscope_antigravity_tracked", default=False
 )
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker, TurnState
-from hookscope.types import HookResult, ToolCall
-
-if TYPE_CHECKING:
-    from hookscope.integrations.antigravity.wrappers import Adapter
-
-__all__ = ["HANDLERS", "router_wrapper"]
 
 #: The hook router's handler methods and the event each serves.
 HANDLERS: Final[tuple[tuple[str, HookEvent], ...]] = (
@@ -44,195 +46,200 @@ HANDLERS: Final[tuple[tuple[str, HookEvent], ...]] = (
     ("_handle_on_compaction", "on_compaction"),
 )
 
-_PRE_TOOL_DENY: Final = pb2.PreToolResult.Decision.DENY
-_PRE_TURN_DENY: Final = pb2.PreTurnResult.Decision.DENY
-
-#: What a begin function returns: the dispatch, the scope whose span is current while the
-#: hooks run, and what the end function needs; ``None`` when there is nothing to report.
-Begun = tuple[Dispatch, Scope[Any], Any] | None
+#: Ends a reported dispatch: given the response the handler filled in and its error, if any.
+End = Callable[[Any, BaseException | None], None]
 
 
-def router_wrapper(adapter: Adapter, event: HookEvent) -> Callable[..., Any]:
-    """The ``wrapt`` wrapper for the router handler of ``event``."""
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """A callback being reported: its dispatch, the scope whose span is current while the
+    SDK's hooks run, and how the dispatch ends."""
+
+    report: DispatchReport
+    scope: DetachedScope[Any]
+    end: End
+
+
+Begin = Callable[[Tracker, SessionState, Any], "Begun | None"]
+
+
+def router_wrapper(
+    tracker: Tracker,
+    session_of: Callable[[Any], SessionState | None],
+    guard: Callable[..., Any],
+    event: HookEvent,
+) -> Callable[..., Any]:
+    """The ``wrapt`` wrapper for the router handler of ``event``.
+
+    Args:
+        tracker: Where sessions, turns and calls are kept.
+        session_of: The open session an SDK object (the router) belongs to.
+        guard: Runs bookkeeping without ever raising into the SDK.
+        event: The event the handler serves.
+    """
     begin = _BEGIN[event]
-    end = _END.get(event, _end_plain)
-    tracker = adapter.tracker
 
     async def handler(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        session = adapter.session(instance)
-        begun = None
-        if session is not None and len(args) == 2:
-            begun = adapter.guard(begin, tracker, session, args[0])
-        if begun is None:
+        session = session_of(instance)
+        if session is None:
             return await wrapped(*args, **kwargs)
-        dispatch, scope, target = begun
-        error: BaseException | None = None
+        tracked = TRACKED.set(True)
         try:
-            with scope.current(), dispatch.running():
+            begun: Begun | None = (
+                guard(begin, tracker, session, args[0]) if len(args) == 2 else None
+            )
+            if begun is None:
                 return await wrapped(*args, **kwargs)
-        except BaseException as raised:
-            error = raised
-            raise
+            error: BaseException | None = None
+            try:
+                with begun.scope.current(), begun.report.running():
+                    return await wrapped(*args, **kwargs)
+            except BaseException as raised:
+                error = raised
+                raise
+            finally:
+                guard(begun.end, args[1], error)
         finally:
-            adapter.guard(end, tracker, dispatch, target, args[1], error)
+            TRACKED.reset(tracked)
 
     handler.__name__ = f"router_{event}"
     return handler
 
 
-# --- begin: open the dispatch before the SDK's hooks run --------------------------------
+def _finish_plain(report: DispatchReport) -> End:
+    def end(response: Any, error: BaseException | None) -> None:
+        report.finish(None)
+
+    return end
+
+
+# --- sessions and compactions: reported as they are ---------------------------------------
 
 
 def _session_start(tracker: Tracker, session: SessionState, request: Any) -> Begun:
-    session.start_reported = True
-    return Dispatch(tracker.notify, "on_session_start", session.context, None), session.scope, None
+    report = tracker.report_session_start(session)
+    return Begun(report, session.scope, _finish_plain(report))
 
 
 def _session_end(tracker: Tracker, session: SessionState, request: Any) -> Begun:
-    session.end_reported = True
-    return Dispatch(tracker.notify, "on_session_end", session.context, None), session.scope, None
+    report = tracker.report_session_end(session)
+    return Begun(report, session.scope, _finish_plain(report))
 
 
-def _pre_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun:
+def _compaction(tracker: Tracker, session: SessionState, request: Any) -> Begun:
     turn = tracker.current_turn(session)
-    dispatch = turn.pre_turn
-    if dispatch is None or dispatch.finished:
+    report = _report(tracker, "on_compaction", turn.context, sdk.compaction_summary(request))
+    return Begun(report, turn.scope, _finish_plain(report))
+
+
+def _report(tracker: Tracker, event: HookEvent, context: HookContext, data: Any) -> DispatchReport:
+    return DispatchReport(tracker.notify, event, context, data)
+
+
+# --- turns ---------------------------------------------------------------------------------
+
+
+def _pre_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun | None:
+    turn = tracker.current_turn(session)
+    report = turn.pre_turn
+    if report is None or report.finished:
         return None
-    return dispatch, turn.scope, turn
+
+    def end(response: Any, error: BaseException | None) -> None:
+        if error is None:  # else no verdict reached the harness; the turn's end settles it
+            tracker.turn_decided(turn, sdk.pre_turn_verdict(response))
+
+    return Begun(report, turn.scope, end)
 
 
-def _post_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun:
+def _post_turn(tracker: Tracker, session: SessionState, request: Any) -> Begun | None:
     turn = session.turn
     if turn is None or turn.post_turn:
         return None
-    text = request.post_turn_args.response_text if request.HasField("post_turn_args") else None
-    return tracker.post_turn(session, turn, text), turn.scope, turn
+    report = tracker.post_turn(session, turn, sdk.post_turn_text(request))
+    return Begun(report, turn.scope, _finish_plain(report))
 
 
-def _call(args: Any, call_args: dict[str, Any]) -> ToolCall:
-    return ToolCall(tool_name(args.tool_name), call_args, args.call_id, args.server_name or None)
+# --- tool calls ----------------------------------------------------------------------------
 
 
-def _pre_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
+def _pre_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun | None:
     args = request.pre_tool_args
-    call = _call(args, json_args(args.arguments_json))
-    op = tracker.op_for_request(session, args.trajectory_id, call)
-    return (op.pre, op.scope, (session, op)) if not op.decided and op.pre is not None else None
-
-
-def _pending(session: SessionState, op: OpState, event: HookEvent) -> Begun:
-    dispatch = op.outcome
-    if dispatch is None or dispatch.finished or dispatch.event != event:
+    op = tracker.op_for_request(session, args.trajectory_id, sdk.call_from_request(args))
+    if op.decided:
         return None
-    return dispatch, op.scope, (session, op)
+    report = op.decision_report
+
+    def end(response: Any, error: BaseException | None) -> None:
+        if error is not None:
+            return
+        denial, modified = sdk.pre_tool_verdict(response)
+        governed = report.verdict  # a governing runner's verdict, when one ran
+        if denial is not None:
+            if isinstance(governed, HookResult) and not governed.allow:
+                denial = governed  # with the rule, bucket and reason it decided by
+            op.deny(denial, report.decided_by)
+            return
+        if isinstance(governed, HookResult) and governed.allow:
+            op.allow_pending(governed)  # the runner's policy decision, until the call runs
+        if modified is not None:
+            op.modify(modified)
+
+    return Begun(report, op.scope, end)
 
 
-def _after_call(tracker: Tracker, session: SessionState, args: Any) -> OpState | None:
+def _after_call(tracker: Tracker, session: SessionState, args: Any) -> ReportedOp | None:
     """The call a post-call or error callback is about; ``None`` when it arrives too late.
 
     Such a callback never starts a call: it belongs to an open call with its id, or to one
     that closed moments ago (its turn ended first: nothing is left to report), or to the
     call a step opened for the same tool.
     """
-    op = tracker.late_op(session, args.call_id or None)
+    op = session.ops.late(args.call_id or None)
     if op is None:
-        op = tracker.op_for_request(session, args.trajectory_id, _call(args, {}))
+        call = sdk.call_from_request(args, with_args=False)
+        op = tracker.op_for_request(session, args.trajectory_id, call)
     return None if op.closed else op
 
 
-def _post_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun:
+def _result_reported(
+    tracker: Tracker, session: SessionState, op: ReportedOp, event: HookEvent
+) -> Begun | None:
+    report = op.result_report
+    if report is None or report.finished or report.event != event:
+        return None
+
+    def end(response: Any, error: BaseException | None) -> None:
+        if event == "on_tool_error":
+            op.recovered(sdk.recovery_of(response) if error is None else None)
+        else:
+            report.finish(None)
+        tracker.hooks_reported(session, op)
+
+    return Begun(report, op.scope, end)
+
+
+def _post_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun | None:
     args = request.post_tool_args
     op = _after_call(tracker, session, args)
     if op is None:
         return None
-    if op.outcome is None:  # a harness tool: it ran outside Python
-        tracker.tool_returned(op, args.result or None, hooks_pending=True)
-    return _pending(session, op, "post_tool_call")
+    if op.result_report is None:  # a harness tool: it ran outside Python
+        op.returned(args.result or None, hooks_pending=True)
+    return _result_reported(tracker, session, op, "post_tool_call")
 
 
-def _tool_error(tracker: Tracker, session: SessionState, request: Any) -> Begun:
+def _tool_error(tracker: Tracker, session: SessionState, request: Any) -> Begun | None:
     args = request.on_tool_error_args
     op = _after_call(tracker, session, args)
     if op is None:
         return None
-    if op.outcome is None:
-        error = tool_error(args.error_message, op.call.name)
-        tracker.tool_failed(op, error, hooks_pending=True)
-    return _pending(session, op, "on_tool_error")
+    if op.result_report is None:
+        op.failed(sdk.tool_error(args.error_message, op.call.name), hooks_pending=True)
+    return _result_reported(tracker, session, op, "on_tool_error")
 
 
-def _compaction(tracker: Tracker, session: SessionState, request: Any) -> Begun:
-    turn = tracker.current_turn(session)
-    summary = request.on_compaction_args.summary if request.HasField("on_compaction_args") else ""
-    return Dispatch(tracker.notify, "on_compaction", turn.context, summary), turn.scope, turn
-
-
-# --- end: read the verdict the handler gave the harness ----------------------------------
-
-
-def _end_plain(
-    tracker: Tracker, dispatch: Dispatch, target: Any, response: Any, error: Any
-) -> None:
-    dispatch.finish(None)
-
-
-def _end_pre_turn(
-    tracker: Tracker, dispatch: Dispatch, turn: TurnState, response: Any, error: Any
-) -> None:
-    if error is not None:
-        return  # no verdict reached the harness; the turn's end settles it
-    result = response.pre_turn_result
-    if result.decision == _PRE_TURN_DENY:
-        tracker.turn_decided(turn, HookResult.deny(result.reason))
-    else:
-        tracker.turn_decided(turn, HookResult())
-
-
-def _end_pre_tool(
-    tracker: Tracker,
-    dispatch: Dispatch,
-    target: tuple[SessionState, OpState],
-    response: Any,
-    error: Any,
-) -> None:
-    op = target[1]
-    if error is not None:
-        return
-    result = response.pre_tool_result
-    if result.decision == _PRE_TOOL_DENY:
-        tracker.deny(op, HookResult.deny(result.reason), dispatch.decided_by)
-    elif result.HasField("modified_args"):
-        modified = struct_converter.to_json_fallback(result.modified_args)
-        op.call = op.call.with_args({**op.call.args, **modified})
-        op.allow = HookResult(allow=True, modified_args=modified, decision=op.allow.decision)
-
-
-def _end_post_tool(
-    tracker: Tracker,
-    dispatch: Dispatch,
-    target: tuple[SessionState, OpState],
-    response: Any,
-    error: Any,
-) -> None:
-    dispatch.finish(None)
-    tracker.hooks_reported(*target)
-
-
-def _end_tool_error(
-    tracker: Tracker,
-    dispatch: Dispatch,
-    target: tuple[SessionState, OpState],
-    response: Any,
-    error: Any,
-) -> None:
-    value = None
-    if error is None and response.HasField("on_tool_error_result"):
-        value = response.on_tool_error_result.custom_error_message or None
-    tracker.recovered(target[1], value)
-    tracker.hooks_reported(*target)
-
-
-_BEGIN: Final[Mapping[HookEvent, Callable[[Tracker, SessionState, Any], Begun]]] = {
+_BEGIN: Final[Mapping[HookEvent, Begin]] = {
     "on_session_start": _session_start,
     "on_session_end": _session_end,
     "pre_turn": _pre_turn,
@@ -241,10 +248,4 @@ _BEGIN: Final[Mapping[HookEvent, Callable[[Tracker, SessionState, Any], Begun]]]
     "post_tool_call": _post_tool,
     "on_tool_error": _tool_error,
     "on_compaction": _compaction,
-}
-_END: Final[Mapping[HookEvent, Callable[..., None]]] = {
-    "pre_turn": _end_pre_turn,
-    "pre_tool_call": _end_pre_tool,
-    "post_tool_call": _end_post_tool,
-    "on_tool_error": _end_tool_error,
 }

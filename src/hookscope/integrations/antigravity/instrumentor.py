@@ -5,34 +5,33 @@ The package docstring (:mod:`hookscope.integrations.antigravity`) says which to 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-# The upstream module starts with a file-level ``# type: ignore``, so mypy sees no
-# BaseInstrumentor in it (and a subclass of Any): the two ignores below answer that alone.
-from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
-    BaseInstrumentor,
-)
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
+from hookscope.context import OperationContext, TurnContext
+from hookscope.hooks import Hook
+from hookscope.integrations._kit.govern import Governor
+from hookscope.integrations._kit.instrumenting import CONFIG_ENV, KitInstrumentor, Target
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import HookRunner
+from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
 __all__ = [
+    "CONFIG_ENV",
     "DEFAULT_AGENT_NAME",
     "INSTRUMENTS",
     "NEST_SESSIONS_ENV",
     "AntigravityInstrumentor",
+    "govern",
     "hooks",
     "nest_sessions_from_env",
+    "runner_from_env",
 ]
 
 logger = logging.getLogger("hookscope.integrations.antigravity")
@@ -45,11 +44,17 @@ NEST_SESSIONS_ENV: Final = "HOOKSCOPE_NEST_SESSIONS"
 DEFAULT_AGENT_NAME: Final = "antigravity"
 
 
-class AntigravityInstrumentor(BaseInstrumentor):
+class AntigravityInstrumentor(KitInstrumentor):
     """Instrument google-antigravity so every ``Agent`` session is traced by hookscope.
 
     ``instrument()`` accepts:
 
+    * ``runner``: a :class:`~hookscope.runner.HookRunner` that governs every agent created
+      afterwards (its decide hooks and policy run as SDK hooks, beside the agent's own; see
+      :func:`govern`) and whose observers see the sessions (an OTelHook built from the
+      providers joins them when the runner has none). Without it, ``HOOKSCOPE_CONFIG``
+      names a hook file (``hookscope.toml``, ``pyproject.toml``, a Claude Code settings
+      file) to build one from; without either, agents are only traced;
     * ``tracer_provider``, ``meter_provider``: where spans and metrics go (the global
       providers when omitted);
     * ``agent_name``: the ``gen_ai.agent.name`` of every session (default ``"antigravity"``);
@@ -67,65 +72,52 @@ class AntigravityInstrumentor(BaseInstrumentor):
     removes every wrapper and ends the spans of sessions still open.
     """
 
-    _tracker: Tracker | None = None
-    _wrapped: tuple[tuple[str, str], ...] = ()
+    sdk = "google-antigravity"
+    instruments = INSTRUMENTS
+    default_agent_name = DEFAULT_AGENT_NAME
+    missing_target_note = ", but telemetry that depends on it will be missing"
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        """The instrumented package and versions, checked before ``instrument()`` wraps."""
-        return INSTRUMENTS
+    _tracker: Tracker | None = None
+    _governs = False
+    _options: dict[str, Any] = {}  # noqa: RUF012 (replaced per instrument(), never mutated)
+    _unobserve: tuple[Callable[[], None], ...] = ()
 
     def _instrument(self, **kwargs: Any) -> None:
-        from hookscope.telemetry.otel_hook import OTelHook
-
-        try:
-            from hookscope.integrations.antigravity.wrappers import Adapter
-        except ImportError:  # an SDK whose modules moved: instrument nothing, break nothing
-            logger.warning(
-                "hookscope cannot instrument this google-antigravity (expected %s); "
-                "its agents run untraced",
-                ", ".join(INSTRUMENTS),
-                exc_info=True,
-            )
-            return
-
-        tracer_provider: TracerProvider | None = kwargs.get("tracer_provider")
-        meter_provider: MeterProvider | None = kwargs.get("meter_provider")
-        agent_name: str = kwargs.get("agent_name") or DEFAULT_AGENT_NAME
         nest = kwargs.get("nest_sessions")
         if nest is None:
             nest = nest_sessions_from_env()
         elif not isinstance(nest, bool):
             raise TypeError(f"nest_sessions must be True or False, got {nest!r}")
-        extra: Sequence[object] = tuple(kwargs.get("observers") or ())
-        otel = OTelHook(tracer_provider, meter_provider, agent_name=agent_name)
-        tracker = Tracker(_observing([otel, *extra]), agent_name, nest_sessions=nest)
-        wrapped: list[tuple[str, str]] = []
-        for module, name, wrapper in Adapter(tracker).targets():
-            # One method the installed SDK lacks or changed must not cost the others (nor,
-            # under opentelemetry-instrument, every instrumentor loaded after this one).
-            try:
-                wrap_function_wrapper(module, name, wrapper)
-            except Exception:
-                logger.warning(
-                    "hookscope could not instrument %s.%s (a google-antigravity version this "
-                    "instrumentation does not know?); the rest is instrumented, but telemetry "
-                    "that depends on it will be missing",
-                    module,
-                    name,
-                    exc_info=True,
-                )
-                continue
-            wrapped.append((module, name))
+        runner = kwargs.get("runner")
+        if runner is None:
+            runner = runner_from_env()  # a broken file governs too: it denies everything
+        self._governs = runner is not None
+        self._options = {**kwargs, "nest_sessions": nest}
+        super()._instrument(**{**kwargs, "runner": runner})
+
+    def targets(self, governor: Governor) -> list[Target]:
+        """The SDK functions to wrap; sessions report to ``governor.runner``'s observers."""
+        from hookscope.integrations.antigravity.wrappers import Adapter
+
+        options, runner = self._options, governor.runner
+        extra: Sequence[object] = tuple(options.get("observers") or ())
+        self._unobserve = tuple(runner.observe(observer) for observer in extra)
+        agent_name: str = options.get("agent_name") or DEFAULT_AGENT_NAME
+        tracker = Tracker(runner, agent_name, nest_sessions=options["nest_sessions"])
         self._tracker = tracker
-        self._wrapped = tuple(wrapped)
+        # Without a runner of the user's, the instrumentor only observes: it adds no SDK hook
+        # (a pre-tool hook would change what the harness calls back).
+        return Adapter(tracker, governing=runner if self._governs else None).targets()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        _unwrap_all(self._wrapped)
-        self._wrapped = ()
         tracker, self._tracker = self._tracker, None
-        if tracker is not None:
+        if tracker is not None:  # sessions still open end now, while observers still listen
             tracker.active = False
             tracker.close_all()
+        super()._uninstrument(**kwargs)
+        unobserve, self._unobserve = self._unobserve, ()
+        for stop in unobserve:
+            stop()
 
 
 def nest_sessions_from_env() -> bool:
@@ -146,6 +138,42 @@ def nest_sessions_from_env() -> bool:
     return False
 
 
+def runner_from_env() -> HookRunner | None:
+    """A runner with the hooks of the file ``HOOKSCOPE_CONFIG`` names; ``None`` when unset.
+
+    A file that cannot be loaded must not leave agents ungoverned: the error is logged and
+    the runner denies every tool call and every turn, saying why (fail closed).
+    """
+    path = os.environ.get(CONFIG_ENV, "").strip()
+    if not path:
+        return None
+    from hookscope.engine import load
+
+    try:
+        return HookRunner(load(path))
+    except Exception as error:
+        logger.error(
+            "%s=%s cannot be loaded; every turn and tool call is denied: %s",
+            CONFIG_ENV,
+            path,
+            error,
+        )
+        return HookRunner([_DenyEverything(f"{CONFIG_ENV}={path} cannot be loaded: {error}")])
+
+
+class _DenyEverything(Hook):
+    """What governs agents when their hook file is broken: nothing runs."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
+        return HookResult.deny(self.message)
+
+    async def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
+        return HookResult.deny(self.message)
+
+
 def _observing(observers: Sequence[object]) -> HookRunner:
     """A runner with no hooks whose notifier tells ``observers``: the adapter reports the
     SDK's own hooks through it, as the runner reports its own."""
@@ -153,13 +181,6 @@ def _observing(observers: Sequence[object]) -> HookRunner:
     for observer in observers:
         runner.observe(observer)
     return runner
-
-
-def _unwrap_all(wrapped: Sequence[tuple[str, str]]) -> None:
-    for module_name, qualified in reversed(wrapped):
-        owner_name, _, attribute = qualified.rpartition(".")
-        owner = getattr(importlib.import_module(module_name), owner_name)
-        unwrap(owner, attribute)
 
 
 def hooks(
@@ -207,3 +228,42 @@ def hooks(
     name = agent_name or DEFAULT_AGENT_NAME
     otel = OTelHook(tracer_provider, meter_provider, agent_name=name)
     return plain_hooks(Tracker(_observing([otel]), name))
+
+
+def govern(config: Any, runner: HookRunner, *, agent_name: str | None = None) -> Any:
+    """``config`` governed by ``runner``: a copy whose hooks run the runner's.
+
+    The runner's ``pre_tool_call`` hooks and policy decide every tool call (deny, modified
+    arguments, ask through its ``on_interaction`` hooks) after the agent's own hooks and
+    before the SDK's policies, which still apply; its ``pre_turn`` hooks can block a prompt;
+    its ``on_tool_error`` hooks recover failed calls (the recovery's value, as text, is what
+    the model reads); its other hooks run at the matching SDK points. Use the copy exactly as
+    the original: ``Agent(govern(config, runner))``.
+
+    Telemetry goes to the runner's observers (put an ``OTelHook`` in it). While
+    :class:`AntigravityInstrumentor` is instrumented, its wrappers record the sessions and the
+    runner's hooks appear in its dispatches; otherwise the governing hooks record sessions,
+    turns and tool calls themselves, as :func:`hooks` does (a call the SDK's static rules deny
+    after the runner allowed it then ends with its turn, as interrupted).
+
+    Args:
+        config: A ``LocalAgentConfig`` (or any google-antigravity agent config).
+        runner: The :class:`~hookscope.runner.HookRunner` that governs.
+        agent_name: ``gen_ai.agent.name`` of the sessions it records itself (default
+            ``"antigravity"``).
+
+    Raises:
+        TypeError: ``runner`` is no ``HookRunner``.
+    """
+    from hookscope.integrations.antigravity.governing import (
+        Standalone,
+        governing_hooks,
+        runner_of,
+    )
+
+    present = list(getattr(config, "hooks", None) or ())
+    if runner_of(present) is runner:
+        return config.model_copy()  # governed already: govern twice, run once
+    tracker = Tracker(runner, agent_name or DEFAULT_AGENT_NAME)
+    hooks = [*present, *governing_hooks(runner, Standalone(tracker))]
+    return config.model_copy(update={"hooks": hooks})

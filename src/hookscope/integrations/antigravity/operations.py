@@ -34,133 +34,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from time import monotonic, perf_counter
-from typing import Any, Final, final
+from time import monotonic
+from typing import TYPE_CHECKING, Any, final
 
-from hookscope._scopes import is_cancellation
-from hookscope.context import OperationContext
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
-from hookscope.types import HookResult, HookscopeError, ToolCall
+from hookscope.integrations._kit.correlate import LINGER_S, MAX_CLOSED
+from hookscope.types import ToolCall
 
-__all__ = [
-    "LINGER_S",
-    "MAX_CLOSED",
-    "CallInterrupted",
-    "OpIndex",
-    "OpState",
-    "StepKey",
-    "TurnInterrupted",
-    "ends_by_cancellation",
-]
+if TYPE_CHECKING:
+    from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
 
-#: How long a closed operation stays findable for late callbacks, in seconds.
-LINGER_S: Final = 30.0
-#: How many closed operations a session keeps findable at most.
-MAX_CLOSED: Final = 256
-
-StepKey = tuple[str, int]
-_ALLOW: Final = HookResult()
-
-
-class CallInterrupted(HookscopeError, RuntimeError):
-    """Why a tool call failed when its turn ended, without an error, before the call did."""
-
-    def __init__(self) -> None:
-        super().__init__("the turn ended before this tool call was decided or had run")
-
-
-class TurnInterrupted(HookscopeError, RuntimeError):
-    """Why a turn failed when its session ended before the agent finished the turn."""
-
-    def __init__(self) -> None:
-        super().__init__("the session ended before the turn did; read the whole response first")
-
-
-def ends_by_cancellation(error: BaseException) -> bool:
-    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
-
-    A cancelled task, and a timeout (``asyncio.timeout``/``wait_for`` cancel the awaited
-    turn and raise ``TimeoutError`` in its place); the SDK's own ``conversation.cancel()``
-    is recognised where it is called (``LocalConnection.cancel``) instead.
-    """
-    return is_cancellation(error) or isinstance(error, TimeoutError)
-
-
-@final
-class OpState:
-    """One tool call (or interaction) of a turn, open until its step is done."""
-
-    __slots__ = (
-        "allow",
-        "call",
-        "call_id",
-        "closed",
-        "denial",
-        "denied",
-        "failure",
-        "outcome",
-        "pre",
-        "run_started",
-        "scope",
-        "step_done",
-        "step_key",
-        "subagent_runs",
-        "trajectory",
-    )
-
-    def __init__(
-        self,
-        scope: Scope[OperationContext],
-        call: ToolCall,
-        pre: Dispatch | None,
-        trajectory: str | None = None,
-    ) -> None:
-        self.scope = scope
-        self.call = call
-        #: ``pre_tool_call``: started when the call is first seen, finished when decided.
-        self.pre = pre
-        #: An allow that carries a policy decision, kept until the allow is final.
-        self.allow: HookResult = _ALLOW
-        #: ``post_tool_call`` or ``on_tool_error`` once the tool has run.
-        self.outcome: Dispatch | None = None
-        #: The tool's error when it failed and no hook recovered it (the span's status).
-        self.failure: BaseException | None = None
-        self.call_id: str | None = None
-        self.step_key: StepKey | None = None
-        self.trajectory = trajectory or None
-        self.run_started = 0.0
-        self.denied = False
-        #: The message of the denial Python saw, to match the harness's denial step by.
-        self.denial = ""
-        #: How many subagent runs this call (an ``invoke_subagent``) has started.
-        self.subagent_runs = 0
-        #: Whether the harness reported the call's step finished (its hooks may still run).
-        self.step_done = False
-        self.closed = False
-
-    @property
-    def context(self) -> OperationContext:
-        """The operation's hookscope context."""
-        return self.scope.context
-
-    @property
-    def decided(self) -> bool:
-        """Whether ``pre_tool_call`` has finished (allowed, denied or abandoned)."""
-        return self.pre is None or self.pre.finished
-
-    @property
-    def in_flight(self) -> bool:
-        """Whether the call still awaits its decision or its tool's end."""
-        return not self.denied and self.outcome is None
-
-    @property
-    def hooks_pending(self) -> bool:
-        """Whether the SDK's post-call or error hooks have yet to report."""
-        return self.outcome is not None and not self.outcome.finished
-
-    def mark_started(self) -> None:
-        """The tool starts running in Python now."""
-        self.run_started = perf_counter()
+__all__ = ["LINGER_S", "MAX_CLOSED", "OpIndex"]
 
 
 def _contains_args(step_args: dict[str, Any], request_args: dict[str, Any]) -> bool:
@@ -181,35 +64,83 @@ class OpIndex:
     def __init__(self, clock: Callable[[], float] = monotonic) -> None:
         self._clock = clock
         #: Open operations in the order they opened.
-        self.open: dict[int, OpState] = {}
+        self.open: dict[int, ReportedOp] = {}
         #: Open calls by the model's call id: subagents' calls may reuse their parent's ids.
-        self._by_call: dict[str, list[OpState]] = {}
-        self._by_step: dict[StepKey, OpState] = {}
-        self._closed: OrderedDict[tuple[str, object], tuple[OpState, float]] = OrderedDict()
+        self._by_call: dict[str, list[ReportedOp]] = {}
+        self._by_step: dict[StepKey, ReportedOp] = {}
+        self._closed: OrderedDict[tuple[str, object], tuple[ReportedOp, float]] = OrderedDict()
 
-    def add(self, op: OpState) -> None:
+    # --- the look-ups, one per kind of report (module docs give the order) ---
+
+    def for_request(self, trajectory: str | None, call: ToolCall) -> ReportedOp | None:
+        """The open call a policy or hook request (or a Python tool run) is about.
+
+        By its call id, else the call a step update opened for the same trajectory and tool
+        (which learns the call id now); ``None`` when it is a new call.
+        """
+        op = self.by_call(call.id, trajectory)
+        if op is None:
+            op = self.unbound(trajectory, call, lacking="call")
+            if op is None:
+                return None
+            if call.id:
+                self.bind_call(op, call.id)
+        op.learn_trajectory(trajectory)
+        return op
+
+    def for_step(self, step_key: StepKey, call: ToolCall) -> ReportedOp | None:
+        """The call a tool step update is about (open or closed moments ago), bound to the
+        step; ``None`` when it is a new call (bind its step with :meth:`bind_step`).
+
+        A Python tool's step carries the call id; a harness tool's does not, and is matched to
+        the request that named the same tool in the same trajectory.
+        """
+        op = self.by_step(step_key) or self.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = self.by_call(call.id, step_key[0]) or self.unbound(step_key[0], call, lacking="step")
+        if op is not None:
+            self.bind_step(op, step_key)
+        return op
+
+    def for_denial_step(self, step_key: StepKey, message: str) -> ReportedOp | None:
+        """The call a denial step (which names no tool) reports, bound to the step; ``None``
+        for a call the harness denied before Python heard of it."""
+        op = self.by_step(step_key) or self.recently_closed(step_key=step_key)
+        if op is not None:
+            return op
+        op = self.denial_target(step_key[0], message)
+        if op is not None:
+            self.bind_step(op, step_key)
+        return op
+
+    def late(self, call_id: str | None) -> ReportedOp | None:
+        """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
+        return self.by_call(call_id) or self.recently_closed(call_id=call_id)
+
+    # --- indexing ---
+
+    def add(self, op: ReportedOp) -> None:
         """Index a newly opened operation."""
         self.open[id(op)] = op
         if op.call_id is not None:
             self._by_call.setdefault(op.call_id, []).append(op)
 
-    def bind_call(self, op: OpState, call_id: str) -> None:
+    def bind_call(self, op: ReportedOp, call_id: str) -> None:
         """Give ``op`` the model's call id (the first one it learns stays)."""
         if op.call_id is None:
-            op.call_id = call_id
+            op.learn_call_id(call_id)
             if not op.closed:
                 self._by_call.setdefault(call_id, []).append(op)
-            if not op.call.id:
-                op.call = ToolCall(op.call.name, op.call.args, call_id, op.call.server)
 
-    def bind_step(self, op: OpState, step_key: StepKey) -> None:
+    def bind_step(self, op: ReportedOp, step_key: StepKey) -> None:
         """Give ``op`` its step key (client numbering)."""
         if op.step_key is None:
-            op.step_key = step_key
+            op.learn_step(step_key)
             if not op.closed:
                 self._by_step.setdefault(step_key, op)
 
-    def by_call(self, call_id: str | None, trajectory: str | None = None) -> OpState | None:
+    def by_call(self, call_id: str | None, trajectory: str | None = None) -> ReportedOp | None:
         """The open operation with the model's call id (in ``trajectory``, when known)."""
         ops = self._by_call.get(call_id, ()) if call_id else ()
         for op in ops:
@@ -217,11 +148,11 @@ class OpIndex:
                 return op
         return None
 
-    def by_step(self, step_key: StepKey) -> OpState | None:
+    def by_step(self, step_key: StepKey) -> ReportedOp | None:
         """The open operation whose step is ``step_key``."""
         return self._by_step.get(step_key)
 
-    def unbound(self, trajectory: str | None, call: ToolCall, *, lacking: str) -> OpState | None:
+    def unbound(self, trajectory: str | None, call: ToolCall, *, lacking: str) -> ReportedOp | None:
         """The oldest open call of ``trajectory`` and ``call``'s tool lacking a call id or step.
 
         ``lacking`` is ``"call"`` (a request looks for an operation a step opened) or
@@ -250,7 +181,7 @@ class OpIndex:
                     return op
         return candidates[0] if candidates else None
 
-    def denial_target(self, trajectory: str, message: str) -> OpState | None:
+    def denial_target(self, trajectory: str, message: str) -> ReportedOp | None:
         """The call of ``trajectory`` a denial step is about, when Python has seen it.
 
         The oldest call Python saw denied with the step's ``message``, else with any message,
@@ -266,14 +197,14 @@ class OpIndex:
             and op.trajectory in (None, trajectory)
         ]
         denied = [op for op in stepless if op.denied]
-        same = [op for op in denied if op.denial == message]
+        same = [op for op in denied if op.denial_message == message]
         undecided = [op for op in stepless if not op.decided]
         for found in (same, denied, undecided):
             if found:
                 return found[0]
         return None
 
-    def latest(self, trajectory: str, name: str) -> OpState | None:
+    def latest(self, trajectory: str, name: str) -> ReportedOp | None:
         """The newest call of ``trajectory`` to tool ``name``, open or closed moments ago."""
         for op in reversed(self.open.values()):
             if op.trajectory == trajectory and op.call.name == name:
@@ -283,7 +214,7 @@ class OpIndex:
                 return op
         return None
 
-    def close(self, op: OpState) -> None:
+    def close(self, op: ReportedOp) -> None:
         """Remove ``op`` from the open operations; keep it findable for late callbacks."""
         self.open.pop(id(op), None)
         now = self._clock()
@@ -299,7 +230,7 @@ class OpIndex:
                 del self._by_step[op.step_key]
             self._remember(("step", op.step_key), op, now)
 
-    def _remember(self, key: tuple[str, object], op: OpState, now: float) -> None:
+    def _remember(self, key: tuple[str, object], op: ReportedOp, now: float) -> None:
         self._closed.pop(key, None)
         self._closed[key] = (op, now)
         while len(self._closed) > MAX_CLOSED:
@@ -307,7 +238,7 @@ class OpIndex:
 
     def recently_closed(
         self, call_id: str | None = None, step_key: StepKey | None = None
-    ) -> OpState | None:
+    ) -> ReportedOp | None:
         """A closed operation with this call id or step key, if it closed under LINGER_S ago."""
         now = self._clock()
         while self._closed:  # oldest first: drop what has lingered long enough

@@ -14,8 +14,8 @@ from typing import Any
 from google.antigravity import types as ag_types
 from google.antigravity.hooks import hooks as ag_hooks
 
+from hookscope.integrations.antigravity.sdk_values import call_of_error, call_of_result
 from hookscope.integrations.antigravity.sessions import SessionState, Tracker
-from hookscope.types import ToolCall
 
 __all__ = ["plain_hooks"]
 
@@ -37,7 +37,7 @@ class _Sessions:
         root = _root(context)
         session = self._by_root.get(root)
         if session is None or session.closed:
-            session = self.tracker.open_session(None, None, ())
+            session = self.tracker.open_session(None)
             self._by_root[root] = session
             self.tracker.session_started(session)
         return session
@@ -86,12 +86,12 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
 
         async def run(self, context: Any, data: Any) -> None:
             session = sessions.of(context)
-            op = tracker.op_for_request(session, None, _call(data))
+            op = tracker.op_for_request(session, None, call_of_result(data))
             if data.error:
                 error = ag_types.ToolExecutionError(data.error, op.call.name)
-                tracker.tool_failed(op, error, hooks_pending=False)
+                op.failed(error, hooks_pending=False)
             else:
-                tracker.tool_returned(op, data.result, hooks_pending=False)
+                op.returned(data.result, hooks_pending=False)
             tracker.close_op(session, op)
 
     class OnToolError(ag_hooks.OnToolErrorHook):
@@ -99,16 +99,9 @@ def plain_hooks(tracker: Tracker) -> list[Any]:
 
         async def run(self, context: Any, data: Exception) -> None:
             session = sessions.of(context)
-            call_id = getattr(data, "call_id", None)
-            name = str(getattr(data, "tool_name", "") or "")
-            op = tracker.op_for_request(session, None, ToolCall(name, {}, call_id or ""))
-            tracker.tool_failed(op, data, hooks_pending=False)
+            op = tracker.op_for_request(session, None, call_of_error(data))
+            op.failed(data, hooks_pending=False)
             tracker.close_op(session, op)
             return None
 
     return [SessionStart(), SessionEnd(), PreTurn(), PostTurn(), PostToolCall(), OnToolError()]
-
-
-def _call(result: Any) -> ToolCall:
-    name = str(getattr(result.name, "value", result.name))
-    return ToolCall(name, {}, result.id or "", result.server_name)

@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from google.antigravity import types as ag_types
+from google.antigravity.connections.local import struct_converter
 from google.antigravity.connections.local.local_connection_config import (
     PROTO_FIELD_TO_SDK_NAME,
 )
 from google.antigravity.hooks import policy as ag_policy
+from google.antigravity.proto import localharness_pb2 as pb2
 
 from hookscope._rules import PolicyError, parse_target
 from hookscope.integrations.antigravity.policy_rules import UNKNOWN_TOOL, RuleInfo
-from hookscope.integrations.antigravity.sessions import SessionState
 from hookscope.types import Answer, Decision, HookResult, PolicyDecision, ToolCall, Usage
 
 __all__ = [
+    "TURN_ENDS",
     "answers_of",
+    "call_from_request",
     "call_from_sdk",
+    "call_of_error",
+    "call_of_result",
+    "compaction_summary",
     "denial_message",
     "denied_call",
     "harness_denial",
@@ -30,6 +37,10 @@ __all__ = [
     "json_args",
     "model_of",
     "policy_result",
+    "post_turn_text",
+    "pre_tool_verdict",
+    "pre_turn_verdict",
+    "recovery_of",
     "rule_of",
     "rules_of",
     "static_rule",
@@ -79,6 +90,27 @@ def call_from_sdk(tool_call: Any, call_id: str | None) -> ToolCall:
     """An SDK ``ToolCall`` as a hookscope :class:`ToolCall` with ``call_id``."""
     return ToolCall(
         tool_name(tool_call.name), dict(tool_call.args or {}), call_id or "", tool_call.server_name
+    )
+
+
+def call_of_result(result: Any) -> ToolCall:
+    """The call an SDK ``ToolResult`` (given to post-call hooks) reports, without arguments."""
+    name = str(getattr(result.name, "value", result.name))
+    return ToolCall(name, {}, result.id or "", result.server_name or None)
+
+
+def call_of_error(error: BaseException) -> ToolCall:
+    """The call an SDK ``ToolExecutionError`` (given to error hooks) names, if it names one."""
+    name = str(getattr(error, "tool_name", "") or "")
+    return ToolCall(name, {}, str(getattr(error, "call_id", None) or ""))
+
+
+def call_from_request(args: Any, with_args: bool = True) -> ToolCall:
+    """The call a harness request names (``PreToolArgs``, ``PostToolArgs``, ``ToolArgs`` of a
+    policy request, ``OnToolErrorArgs``); its arguments only where the request has them."""
+    arguments = json_args(args.arguments_json) if with_args else {}
+    return ToolCall(
+        tool_name(args.tool_name), arguments, args.call_id or "", args.server_name or None
     )
 
 
@@ -166,21 +198,22 @@ def denial_message(step: Any) -> str:
     return _DENIAL_SUFFIX.sub("", step.error or "") or "denied by policy"
 
 
-def _deny_rules(session: SessionState, message: str) -> list[RuleInfo]:
+def _deny_rules(rules: Sequence[RuleInfo], message: str) -> list[RuleInfo]:
     named = _POLICY_NAME.search(message)
     if named is not None:
-        return session.rules_named(named.group(1), Decision.DENY)
+        name = named.group(1)
+        return [r for r in rules if r.name == name and r.decision is Decision.DENY]
     # A rule with a reason of its own is reported by that reason alone.
     return [
         r
-        for r in session.rules
+        for r in rules
         if r.decision is Decision.DENY and not r.dynamic and r.reason and r.reason == message
     ]
 
 
-def harness_denial(session: SessionState, message: str) -> HookResult:
+def harness_denial(rules: Sequence[RuleInfo], message: str) -> HookResult:
     """A denial by a static rule, which the harness names by its name or its reason."""
-    rule = static_rule(session, message)
+    rule = static_rule(rules, message)
     if rule is None:
         decision = PolicyDecision(Decision.DENY, "denied", None, None, message)
     else:
@@ -211,19 +244,19 @@ def policy_result(policy: Any, outcome: str, deny_reason: str) -> HookResult | N
     return HookResult(allow=allowed, message=deny_reason, decision=decision)
 
 
-def static_rule(session: SessionState, message: str) -> RuleInfo | None:
+def static_rule(rules: Sequence[RuleInfo], message: str) -> RuleInfo | None:
     """The static rule a harness denial names (by name, or by its reason)."""
-    rules = _deny_rules(session, message)
-    return rules[0] if rules else None
+    named = _deny_rules(rules, message)
+    return named[0] if named else None
 
 
-def denied_call(session: SessionState, message: str) -> ToolCall:
+def denied_call(rules: Sequence[RuleInfo], message: str) -> ToolCall:
     """The call a harness denial was about, as far as the rule's target tells.
 
     The harness does not say which tool it denied; a rule for one tool tells, a wildcard rule
     does not (the tool is then :data:`UNKNOWN_TOOL`).
     """
-    targets = {r.target for r in _deny_rules(session, message)}
+    targets = {r.target for r in _deny_rules(rules, message)}
     if len(targets) != 1:
         return ToolCall(UNKNOWN_TOOL)
     target = targets.pop()
@@ -239,3 +272,77 @@ def tool_error(message: str, tool: str) -> BaseException:
     """The SDK's ``ToolExecutionError`` for a failure known only by its message."""
     error: BaseException = ag_types.ToolExecutionError(message or "tool failed", tool)
     return error
+
+
+# --- how a trajectory's state update ends its turn (or subagent run) ---------------------
+
+_STATE: Final = pb2.TrajectoryStateUpdate.State
+
+
+def _idle(update: Any, cancel_requested: bool, blocked: bool) -> BaseException | None:
+    error: BaseException | None = None
+    if update.HasField("error"):
+        error = ag_types.AntigravityExecutionError(update.error)
+    elif cancel_requested:
+        # After conversation.cancel() the harness reports plain idle; the caller gets
+        # AntigravityCancelledError, and so does the turn.
+        error = ag_types.AntigravityCancelledError()
+    return error
+
+
+def _cancelled(update: Any, cancel_requested: bool, blocked: bool) -> BaseException | None:
+    if blocked:  # a pre_turn hook denied the turn: it ends blocked, not cancelled
+        return None
+    # The SDK's own conversation.cancel(), or the harness halting the turn.
+    message = update.error if update.HasField("error") else "turn cancelled"
+    error: BaseException = ag_types.AntigravityCancelledError(message)
+    return error
+
+
+#: Trajectory states that end a turn → the error it ends with (``None``: normally), given the
+#: update, whether the SDK's ``cancel()`` was called and whether ``pre_turn`` blocked it.
+TURN_ENDS: Final[Mapping[int, Callable[[Any, bool, bool], BaseException | None]]] = {
+    _STATE.STATE_FULLY_IDLE: _idle,
+    _STATE.STATE_CANCELLED: _cancelled,
+}
+
+
+# --- what the SDK's hooks answered the harness (the router handlers' responses) ----------
+
+_PRE_TOOL_DENY: Final = pb2.PreToolResult.Decision.DENY
+_PRE_TURN_DENY: Final = pb2.PreTurnResult.Decision.DENY
+
+
+def pre_turn_verdict(response: Any) -> HookResult:
+    """The ``pre_turn`` verdict a handler answered the harness with."""
+    result = response.pre_turn_result
+    return HookResult.deny(result.reason) if result.decision == _PRE_TURN_DENY else HookResult()
+
+
+def pre_tool_verdict(response: Any) -> tuple[HookResult | None, dict[str, Any] | None]:
+    """A ``pre_tool_call`` handler's answer: the denial (``None``: allowed) and the arguments
+    the SDK's hooks changed (``None``: none)."""
+    result = response.pre_tool_result
+    if result.decision == _PRE_TOOL_DENY:
+        return HookResult.deny(result.reason), None
+    if result.HasField("modified_args"):
+        modified: dict[str, Any] = struct_converter.to_json_fallback(result.modified_args)
+        return None, modified
+    return None, None
+
+
+def recovery_of(response: Any) -> str | None:
+    """The text an ``on_tool_error`` handler replaced the error with (``None``: none)."""
+    if not response.HasField("on_tool_error_result"):
+        return None
+    return response.on_tool_error_result.custom_error_message or None
+
+
+def post_turn_text(request: Any) -> str | None:
+    """The response text a ``post_turn`` request carries, if it carries one."""
+    return request.post_turn_args.response_text if request.HasField("post_turn_args") else None
+
+
+def compaction_summary(request: Any) -> str:
+    """The summary an ``on_compaction`` request carries."""
+    return request.on_compaction_args.summary if request.HasField("on_compaction_args") else ""

@@ -10,52 +10,85 @@ The runner's own scopes cannot serve here: they are ``async with`` blocks that r
 hookscope's hooks, while an SDK session opens and closes in different tasks and runs the SDK's
 hooks; what is kept here is what those blocks would keep on their stack.
 
-Nothing here knows the SDK's types; the adapter translates. Every scope is keyed by hookscope
-state, never by the SDK's context objects: the SDK hands hooks a fresh ``TurnContext`` when a
-StopHook is registered, and OpenAI-style tool-call ids repeat across sessions. A session holds
-its current turn; its tool operations are found by identity (:mod:`.operations`).
+Nothing here knows the SDK's types; the adapter translates, and what it learns of a
+session's SDK objects (rules, whether hooks are registered, usage so far) sits in the session's
+:class:`SdkProbe`. Every scope is keyed by hookscope state, never by the SDK's context objects:
+the SDK hands hooks a fresh ``TurnContext`` when a StopHook is registered, and OpenAI-style
+tool-call ids repeat across sessions. A session holds its current turn and its subagent runs;
+which call a report is about is :class:`~.operations.OpIndex`'s answer alone. How a turn,
+run or session ended is one rule (:func:`outcome_of`).
 """
 
 from __future__ import annotations
 
-import contextvars
-import os
 from collections.abc import Callable, Sequence
-from time import perf_counter
 from typing import Any, Final, final
 
-from hookscope._notify import Notifier
-from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
-from hookscope.hooks import HookEvent
-from hookscope.integrations.antigravity.operations import (
-    CallInterrupted,
-    OpIndex,
-    OpState,
-    StepKey,
-    TurnInterrupted,
-    ends_by_cancellation,
-)
-from hookscope.integrations.antigravity.policy_rules import RuleInfo
-from hookscope.integrations.antigravity.reporting import Dispatch, Scope
-from hookscope.runner import HookRunner
-from hookscope.types import (
-    ChatResponse,
-    Decision,
-    HookResult,
-    Recovery,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from opentelemetry import context as otel_context
 
-__all__ = ["SessionState", "Tracker", "TurnState"]
+from hookscope._notify import Notifier
+from hookscope._scopes import is_cancellation
+from hookscope.context import (
+    NEST_SESSION_KEY,
+    SUBAGENT_KEY,
+    OperationContext,
+    SessionContext,
+    SessionOutcome,
+    TurnContext,
+    TurnOutcome,
+    new_session_id,
+)
+from hookscope.hooks import HookEvent
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope, TurnInterrupted
+from hookscope.integrations.antigravity.operations import OpIndex
+from hookscope.integrations.antigravity.policy_rules import RuleInfo
+from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
+from hookscope.runner import HookRunner
+from hookscope.types import ChatResponse, Decision, HookResult, ToolCall, Usage
+
+__all__ = [
+    "TURN_INTERRUPTED",
+    "SdkProbe",
+    "SessionState",
+    "Tracker",
+    "TurnState",
+    "ends_by_cancellation",
+    "outcome_of",
+    "turn_outcome",
+]
 
 _ALLOW: Final = HookResult()
+#: Why a turn fails when its session ended before the agent finished the turn.
+TURN_INTERRUPTED: Final = "the session ended before the turn did; read the whole response first"
+
+
+def ends_by_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
+
+    A cancelled task (the SDK's ``AntigravityCancelledError`` is one), and a timeout
+    (``asyncio.timeout``/``wait_for`` cancel the awaited turn and raise ``TimeoutError`` in
+    its place; the kit's ``ended_by`` calls that failed).
+    """
+    return is_cancellation(error) or isinstance(error, TimeoutError)
+
+
+def outcome_of(error: BaseException | None) -> SessionOutcome:
+    """How a session, turn or subagent run that ``error`` ended (``None``: normally) ended;
+    the one rule (a turn ``pre_turn`` denied is ``blocked``: :func:`turn_outcome`)."""
+    if error is None:
+        return "completed"
+    return "cancelled" if ends_by_cancellation(error) else "failed"
+
+
+def turn_outcome(error: BaseException | None, blocked: bool) -> TurnOutcome:
+    """How a turn ended: :func:`outcome_of`, or ``blocked`` when ``pre_turn`` denied it."""
+    return "blocked" if error is None and blocked else outcome_of(error)
 
 
 @final
 class TurnState:
-    """One turn: from the prompt being sent to the trajectory going idle."""
+    """One turn (or subagent run): from the prompt being sent to the trajectory going idle."""
 
     __slots__ = (
         "blocked",
@@ -67,20 +100,31 @@ class TurnState:
         "usage_start",
     )
 
-    def __init__(self, scope: Scope[TurnContext], usage_start: Usage | None) -> None:
+    def __init__(self, scope: DetachedScope[TurnContext], usage_start: Usage | None) -> None:
         self.scope = scope
         self.usage_start = usage_start
-        self.pre_turn: Dispatch | None = None
+        #: ``pre_turn``, reported until the SDK's pre-turn hooks decided (none: at once).
+        self.pre_turn: DispatchReport | None = None
+        #: Whether ``post_turn`` has been reported.
         self.post_turn = False
         self.blocked = False
         #: The SDK's ``cancel()`` was called: the harness then just goes idle.
         self.cancel_requested = False
+        #: The agent's final answer so far.
         self.response_text = ""
 
     @property
     def context(self) -> TurnContext:
         """The turn's hookscope context."""
         return self.scope.context
+
+    def request_cancel(self) -> None:
+        """The SDK was asked to cancel the turn (it will just go idle)."""
+        self.cancel_requested = True
+
+    def answer(self, text: str) -> None:
+        """The agent's final answer (the SDK may send it more than once)."""
+        self.response_text = text
 
 
 def _no_hooks(event: HookEvent) -> bool:
@@ -92,58 +136,71 @@ def _no_usage() -> Usage | None:
 
 
 @final
-class SessionState:
-    """One agent session and everything open in it."""
+class SdkProbe:
+    """What the adapter reads from one session's SDK objects, as SDK-free values.
 
-    __slots__ = (
-        "closed",
-        "compactions",
-        "dynamic_policies",
-        "end_reported",
-        "has_hooks",
-        "model",
-        "ops",
-        "rules",
-        "scope",
-        "start_reported",
-        "subagent_names",
-        "subagents",
-        "turn",
-        "usage",
-    )
+    Filled when the session opens (model, rules, subagents) and when its SDK objects are
+    built (the hook runner, the event processor); read everywhere else.
+    """
+
+    __slots__ = ("dynamic_policies", "has_hooks", "model", "rules", "subagent_names", "usage")
 
     def __init__(
-        self, scope: Scope[SessionContext], model: str | None, rules: Sequence[RuleInfo]
+        self,
+        model: str | None = None,
+        rules: Sequence[RuleInfo] = (),
+        subagent_names: Sequence[str] = (),
     ) -> None:
-        self.scope = scope
         self.model = model
         self.rules = tuple(rules)
+        self.subagent_names = tuple(subagent_names)
         #: The SDK's policies evaluated in Python, by rule id (``rule_0`` …).
         self.dynamic_policies: dict[str, Any] = {}
-        #: Subagent runs in flight by trajectory (:mod:`.subagents`); the agent's subagents.
-        self.subagents: dict[str, TurnState] = {}
-        self.subagent_names: tuple[str, ...] = ()
-        self.turn: TurnState | None = None
-        self.ops = OpIndex()
         #: Whether the SDK has hooks for an event: then the harness calls back for it, and
         #: the dispatch is reported when those hooks run.
         self.has_hooks: Callable[[HookEvent], bool] = _no_hooks
         #: Cumulative token usage of the session so far, when known.
         self.usage: Callable[[], Usage | None] = _no_usage
+
+    def rules_named(self, name: str, decision: Decision) -> list[RuleInfo]:
+        """Static (harness-enforced) rules called ``name`` that decide ``decision``."""
+        return [r for r in self.rules if r.name == name and r.decision is decision]
+
+
+@final
+class SessionState:
+    """One agent session and everything open in it."""
+
+    __slots__ = (
+        "closed",
+        "end_reported",
+        "ops",
+        "probe",
+        "reported_compactions",
+        "runs",
+        "scope",
+        "start_reported",
+        "turn",
+    )
+
+    def __init__(self, scope: DetachedScope[SessionContext], probe: SdkProbe) -> None:
+        self.scope = scope
+        self.probe = probe
+        self.turn: TurnState | None = None
+        #: Subagent runs in flight, by trajectory.
+        self.runs: dict[str, TurnState] = {}
+        self.ops = OpIndex()
         #: Whether ``on_session_start`` / ``on_session_end`` have been reported.
         self.start_reported = False
         self.end_reported = False
         self.closed = False
-        self.compactions: set[StepKey] = set()
+        #: Compaction steps already reported.
+        self.reported_compactions: set[StepKey] = set()
 
     @property
     def context(self) -> SessionContext:
         """The session's hookscope context."""
         return self.scope.context
-
-    def rules_named(self, name: str, decision: Decision) -> list[RuleInfo]:
-        """Static (harness-enforced) rules called ``name`` that decide ``decision``."""
-        return [r for r in self.rules if r.name == name and r.decision is decision]
 
 
 class Tracker:
@@ -171,27 +228,30 @@ class Tracker:
 
     # --- sessions ---
 
-    def open_session(
-        self, session_id: str | None, model: str | None, rules: Sequence[RuleInfo]
-    ) -> SessionState:
-        """Open a session scope (in a copy of the caller's context: it may link to a span)."""
-        context = SessionContext(session_id or os.urandom(16).hex(), self.agent_name)
+    def open_session(self, session_id: str | None, probe: SdkProbe | None = None) -> SessionState:
+        """Open a session scope (under the caller's OTel context: it may link to a span)."""
+        context = SessionContext(session_id or new_session_id(), self.agent_name)
         if self.nest_sessions:
-            # Imported here: importing the integration must not load the OTel SDK.
-            from hookscope.telemetry.otel_hook import NEST_SESSION_KEY
-
             context.set(NEST_SESSION_KEY, True)
-        session = SessionState(
-            Scope(context, contextvars.copy_context(), self.notify), model, rules
-        )
+        scope = DetachedScope(context, self.notify, otel_context.get_current())
+        session = SessionState(scope, probe or SdkProbe())
         self._sessions[id(session)] = session
         return session
 
     def session_started(self, session: SessionState) -> None:
         """Report ``on_session_start`` unless SDK hooks will (the harness calls them later)."""
-        if not session.start_reported and not session.has_hooks("on_session_start"):
-            session.start_reported = True
-            Dispatch(self.notify, "on_session_start", session.context, None).finish(None)
+        if not session.start_reported and not session.probe.has_hooks("on_session_start"):
+            self.report_session_start(session).finish(None)
+
+    def report_session_start(self, session: SessionState) -> DispatchReport:
+        """Start reporting ``on_session_start`` (its SDK hooks run now)."""
+        session.start_reported = True
+        return DispatchReport(self.notify, "on_session_start", session.context, None)
+
+    def report_session_end(self, session: SessionState) -> DispatchReport:
+        """Start reporting ``on_session_end`` (its SDK hooks run now)."""
+        session.end_reported = True
+        return DispatchReport(self.notify, "on_session_end", session.context, None)
 
     def close_session(self, session: SessionState, error: BaseException | None) -> None:
         """End whatever is open in ``session``, then the session itself."""
@@ -199,22 +259,14 @@ class Tracker:
             return
         session.closed = True
         self._sessions.pop(id(session), None)
-        interruption = error or TurnInterrupted()
+        interruption = error or TurnInterrupted(TURN_INTERRUPTED)
         if session.turn is not None:  # the session ended before the trajectory went idle
-            # Cancelled by the caller's task being cancelled (a timeout included), or failed.
-            cancelled = error is not None and ends_by_cancellation(error)
-            outcome: TurnOutcome = "cancelled" if cancelled else "failed"
-            self.end_turn(session, error=interruption, outcome=outcome)
+            self.end_turn(session, interruption)
         for op in list(session.ops.open.values()):
             self.close_op(session, op, interruption)
-        context = session.context
-        if error is None:
-            context.outcome = "completed"
-        else:
-            context.outcome = "cancelled" if ends_by_cancellation(error) else "failed"
+        session.context.outcome = outcome_of(error)
         if not session.end_reported:
-            session.end_reported = True
-            Dispatch(self.notify, "on_session_end", context, None).finish(None)
+            self.report_session_end(session).finish(None)
         session.scope.end(self.notify, error)
 
     def close_all(self) -> None:
@@ -231,10 +283,10 @@ class Tracker:
         context = session.context
         turn_context = TurnContext(context, context.turn_count, prompt)
         context.turn_count += 1
-        turn = TurnState(Scope(turn_context, contextvars.Context(), self.notify), session.usage())
+        turn = TurnState(DetachedScope(turn_context, self.notify), session.probe.usage())
         session.turn = turn
-        turn.pre_turn = Dispatch(self.notify, "pre_turn", turn_context, prompt)
-        if not session.has_hooks("pre_turn"):
+        turn.pre_turn = DispatchReport(self.notify, "pre_turn", turn_context, prompt)
+        if not session.probe.has_hooks("pre_turn"):
             turn.pre_turn.finish(_ALLOW)
         return turn
 
@@ -250,26 +302,20 @@ class Tracker:
 
     def post_turn(
         self, session: SessionState, turn: TurnState, text: str | None = None
-    ) -> Dispatch:
+    ) -> DispatchReport:
         """Start ``post_turn`` with the turn's response (text, usage, model)."""
         turn.post_turn = True
-        usage = _usage_since(turn.usage_start, session.usage())
+        usage = _usage_since(turn.usage_start, session.probe.usage())
         response = ChatResponse(
-            text=turn.response_text if text is None else text, model=session.model, usage=usage
+            text=turn.response_text if text is None else text,
+            model=session.probe.model,
+            usage=usage,
         )
-        return Dispatch(self.notify, "post_turn", turn.context, response)
+        return DispatchReport(self.notify, "post_turn", turn.context, response)
 
-    def end_turn(
-        self,
-        session: SessionState,
-        *,
-        error: BaseException | None = None,
-        outcome: TurnOutcome | None = None,
-    ) -> None:
-        """Close the open turn: completed (with ``post_turn``), blocked, failed or cancelled.
-
-        A turn ended by ``error`` (failed or cancelled) ends its calls in flight with it.
-        """
+    def end_turn(self, session: SessionState, error: BaseException | None = None) -> None:
+        """Close the open turn: completed (with ``post_turn``), blocked, failed or cancelled
+        (:func:`outcome_of`). A turn ended by ``error`` ends its runs and calls with it."""
         turn = session.turn
         if turn is None:
             return
@@ -279,10 +325,9 @@ class Tracker:
                 turn.pre_turn.finish(_ALLOW)
             else:  # it failed before they decided: no verdict to invent
                 turn.pre_turn.abandon()
-        if outcome is None:
-            outcome = "blocked" if turn.blocked else ("failed" if error else "completed")
-        for trajectory in list(session.subagents):  # runs its turn started end with it
-            self.end_subagent(session, trajectory, error, outcome == "cancelled")
+        outcome = turn_outcome(error, turn.blocked)
+        for trajectory in list(session.runs):  # runs its turn started end with it
+            self.end_subagent(session, trajectory, error)
         for op in list(session.ops.open.values()):
             if op.scope.context.parent is turn.context:
                 self.close_op(session, op, error)
@@ -291,58 +336,63 @@ class Tracker:
         turn.context.outcome = outcome
         turn.scope.end(self.notify, error)
 
-    # --- tool operations ---
+    # --- subagent runs ---
 
-    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> OpState:
+    def start_subagent(
+        self, session: SessionState, trajectory: str, name: str, delegating: ReportedOp | None
+    ) -> TurnState:
+        """Open the run of the subagent ``name`` in ``trajectory`` (once), under the call that
+        delegated to it (else the turn): an ``invoke_agent {name}`` span there."""
+        run = session.runs.get(trajectory)
+        if run is not None:
+            return run
+        turn = self.current_turn(session)
+        context = TurnContext(session.context, turn.context.turn_index, None)
+        context.set(SUBAGENT_KEY, (name, trajectory))
+        owner = delegating.scope if delegating is not None else turn.scope
+        if delegating is not None:
+            delegating.next_subagent()
+        run = TurnState(DetachedScope(context, self.notify, owner.span_context), None)
+        session.runs[trajectory] = run
+        return run
+
+    def end_subagent(
+        self, session: SessionState, trajectory: str, error: BaseException | None = None
+    ) -> None:
+        """Close the run of the subagent in ``trajectory``; its calls still open end with it."""
+        run = session.runs.pop(trajectory, None)
+        if run is None:
+            return
+        for op in list(session.ops.open.values()):
+            if op.context.parent is run.context:
+                self.close_op(session, op, error)
+        run.context.outcome = outcome_of(error)
+        run.scope.end(self.notify, error)
+
+    # --- tool calls ---
+
+    def _open_op(self, session: SessionState, call: ToolCall, trajectory: str | None) -> ReportedOp:
         # A subagent's call belongs to its run; any other to the current turn.
-        run = session.subagents.get(trajectory) if trajectory else None
+        run = session.runs.get(trajectory) if trajectory else None
         turn = run if run is not None else self.current_turn(session)
         context = OperationContext(turn.context, "tool", call, call.id)
-        op = OpState(Scope(context, contextvars.Context(), self.notify), call, None, trajectory)
-        op.pre = Dispatch(self.notify, "pre_tool_call", context, call)
-        if call.id:
-            op.call_id = call.id
+        op = ReportedOp(self.runner, context, call, trajectory)
         session.ops.add(op)
         return op
 
     def op_for_request(
         self, session: SessionState, trajectory: str | None, call: ToolCall
-    ) -> OpState:
-        """The call a policy or hook request (or a Python tool run) is about.
+    ) -> ReportedOp:
+        """The call a policy or hook request (or a Python tool run) is about, else a new one."""
+        op = session.ops.for_request(trajectory, call)
+        return op if op is not None else self._open_op(session, call, trajectory)
 
-        Found by its call id, else it is the operation a step update opened for the same
-        trajectory and tool (which learns the call id now), else a new one.
-        """
-        ops = session.ops
-        op = ops.by_call(call.id, trajectory)
-        if op is None:
-            op = ops.unbound(trajectory, call, lacking="call")
-            if op is None:
-                return self._open_op(session, call, trajectory)
-            if call.id:
-                ops.bind_call(op, call.id)
-        if op.trajectory is None and trajectory:
-            op.trajectory = trajectory
-        return op
-
-    def late_op(self, session: SessionState, call_id: str | None) -> OpState | None:
-        """The open call with ``call_id``, or one that closed moments ago (a late callback)."""
-        return session.ops.by_call(call_id) or session.ops.recently_closed(call_id=call_id)
-
-    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> OpState:
-        """The call a tool step update is about (open or recently closed), else a new one.
-
-        A Python tool's step carries the call id; a harness tool's does not, and is matched to
-        the request that named the same tool in the same trajectory.
-        """
-        ops = session.ops
-        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
-        if op is not None:
-            return op
-        op = ops.by_call(call.id, step_key[0]) or ops.unbound(step_key[0], call, lacking="step")
+    def op_for_step(self, session: SessionState, step_key: StepKey, call: ToolCall) -> ReportedOp:
+        """The call a tool step update is about (open or recently closed), else a new one."""
+        op = session.ops.for_step(step_key, call)
         if op is None:
             op = self._open_op(session, call, step_key[0])
-        ops.bind_step(op, step_key)
+            session.ops.bind_step(op, step_key)
         return op
 
     def op_for_denial_step(
@@ -351,141 +401,50 @@ class Tracker:
         step_key: StepKey,
         message: str,
         call: Callable[[], ToolCall],
-    ) -> tuple[OpState, bool]:
-        """The call a denial step (which names no tool) reports, and whether it is new.
-
-        A step already seen, or the call of its trajectory Python saw and no step claimed
-        (:meth:`OpIndex.denial_target`); else a call the harness denied before Python heard
-        of it (``call`` names it as far as the rule tells).
-        """
-        ops = session.ops
-        op = ops.by_step(step_key) or ops.recently_closed(step_key=step_key)
+    ) -> tuple[ReportedOp, bool]:
+        """The call a denial step (which names no tool) reports, and whether it is new: a call
+        the harness denied before Python heard of it (``call`` names it as far as the rule
+        tells)."""
+        op = session.ops.for_denial_step(step_key, message)
         if op is not None:
             return op, False
-        op = ops.denial_target(step_key[0], message)
-        new = op is None
-        if op is None:
-            op = self._open_op(session, call(), step_key[0])
-        ops.bind_step(op, step_key)
-        return op, new
+        op = self._open_op(session, call(), step_key[0])
+        session.ops.bind_step(op, step_key)
+        return op, True
 
-    def deny(self, op: OpState, result: HookResult, decided_by: str | None) -> None:
-        """The call was denied (by a hook, a Python-evaluated rule or the harness)."""
-        if op.decided:
-            return
-        op.denied = True
-        op.denial = result.message
-        assert op.pre is not None
-        op.pre.finish(result, decided_by, data=op.call)
-
-    def allowed(self, op: OpState) -> None:
-        """The call goes ahead: finish ``pre_tool_call`` with the allow it has."""
-        if not op.decided:
-            assert op.pre is not None
-            op.pre.finish(op.allow, data=op.call)
-
-    def tool_started(self, op: OpState) -> None:
-        """The tool is about to run in Python."""
-        self.allowed(op)
-        op.mark_started()
-
-    def tool_returned(self, op: OpState, value: Any, hooks_pending: bool) -> None:
-        """The tool returned ``value``; ``post_tool_call`` ends now or when SDK hooks ran."""
-        self.allowed(op)
-        if op.closed or op.outcome is not None:  # closed: its turn ended while it ran
-            return
-        duration = perf_counter() - op.run_started if op.run_started else 0.0
-        op.outcome = Dispatch(
-            self.notify, "post_tool_call", op.context, ToolResult(op.call, value, duration)
-        )
-        if not hooks_pending:
-            op.outcome.finish(None)
-
-    def tool_failed(self, op: OpState, error: BaseException, hooks_pending: bool) -> None:
-        """The tool failed; ``on_tool_error`` ends now or when the SDK's error hooks ran."""
-        self.allowed(op)
-        if op.closed or op.outcome is not None:
-            return
-        op.failure = error  # until a hook recovers it, the call ends in this error
-        op.outcome = Dispatch(self.notify, "on_tool_error", op.context, error)
-        if not hooks_pending:
-            op.outcome.finish(None)
-
-    def recovered(self, op: OpState, value: str | None) -> None:
-        """The SDK's error hooks ran: a non-empty string replaced the error for the model."""
-        if op.outcome is not None and op.outcome.event == "on_tool_error":
-            if value:
-                op.failure = None
-            op.outcome.finish(Recovery(value) if value else None)
-
-    def step_finished(self, session: SessionState, op: OpState) -> None:
+    def step_finished(self, session: SessionState, op: ReportedOp) -> None:
         """The harness reports the call's step done: close it, once its SDK hooks reported.
 
         The harness may call the SDK's post-call or error hooks after the step update that
         ends the call; the operation stays open for them (at the latest, until its turn ends).
         """
-        op.step_done = True
-        if not op.hooks_pending:
+        if op.finish_step():
             self.close_op(session, op)
 
-    def hooks_reported(self, session: SessionState, op: OpState) -> None:
+    def hooks_reported(self, session: SessionState, op: ReportedOp) -> None:
         """The SDK's post-call or error hooks of ``op`` reported: close it if its step is done."""
         if op.step_done:
             self.close_op(session, op)
 
     def close_op(
-        self, session: SessionState, op: OpState, interruption: BaseException | None = None
+        self, session: SessionState, op: ReportedOp, interruption: BaseException | None = None
     ) -> None:
-        """Close the call's scope: its step is done, or its turn or session ended.
+        """End the call (:meth:`ReportedOp.close`) and keep it findable for late reports."""
+        if op.close(interruption):
+            session.ops.close(op)
 
-        A call still in flight (undecided, or allowed but not yet returned) was interrupted:
-        its scope ends with ``interruption`` (the turn's or session's error; a
-        :class:`CallInterrupted` when there is none), and an undecided ``pre_tool_call`` is
-        abandoned, never finished as an allow. A call whose tool failed, unrecovered, ends
-        with the tool's error (as a raising tool ends a runner's scope); a call that ran or
-        was denied ends normally.
-        """
-        if op.closed:
-            return
-        op.closed = True
-        error = (interruption or CallInterrupted()) if op.in_flight else op.failure
-        if op.pre is not None and not op.pre.finished:
-            op.pre.abandon()
-        if op.outcome is not None:  # the tool ran; the SDK's hooks never reported back
-            op.outcome.finish(None)
-        session.ops.close(op)
-        op.scope.end(self.notify, error)
+    # --- interactions ---
 
-    def end_subagent(
-        self,
-        session: SessionState,
-        trajectory: str,
-        error: BaseException | None = None,
-        cancelled: bool = False,
-    ) -> None:
-        """Close the run of the subagent in ``trajectory``; its calls still open end with it."""
-        run = session.subagents.pop(trajectory, None)
-        if run is None:
-            return
-        for op in list(session.ops.open.values()):
-            if op.context.parent is run.context:
-                self.close_op(session, op, error)
-        run.context.outcome = (
-            "completed" if error is None else "cancelled" if cancelled else "failed"
-        )
-        run.scope.end(self.notify, error)
-
-    def interaction(self, session: SessionState) -> OpState:
-        """Open an interaction operation (a question to the user) in the current turn."""
+    def interaction(self, session: SessionState) -> DetachedScope[OperationContext]:
+        """Open an interaction (a question to the user) in the current turn."""
         turn = self.current_turn(session)
-        context = OperationContext(turn.context, "interaction")
-        return OpState(Scope(context, contextvars.Context(), self.notify), ToolCall(""), None)
+        return DetachedScope(OperationContext(turn.context, "interaction"), self.notify)
 
-    def end_interaction(self, op: OpState, error: BaseException | None) -> None:
-        """Close an interaction operation."""
-        if not op.closed:
-            op.closed = True
-            op.scope.end(self.notify, error)
+    def end_interaction(
+        self, scope: DetachedScope[OperationContext], error: BaseException | None
+    ) -> None:
+        """Close an interaction."""
+        scope.end(self.notify, error)
 
 
 def _usage_since(start: Usage | None, end: Usage | None) -> Usage | None:

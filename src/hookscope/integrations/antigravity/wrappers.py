@@ -33,17 +33,19 @@ from typing import Any, Final
 from google.antigravity import types as ag_types
 from google.antigravity.proto import localharness_pb2 as pb2
 
-from hookscope.context import SessionContext, TurnOutcome
+from hookscope.context import OperationContext
 from hookscope.hooks import HookEvent
+from hookscope.integrations._kit.report import DispatchReport
+from hookscope.integrations._kit.scopes import DetachedScope
 from hookscope.integrations.antigravity import sdk_values as sdk
 from hookscope.integrations.antigravity.hook_proxy import RUNNER_LISTS, proxy
 from hookscope.integrations.antigravity.hook_router import HANDLERS, router_wrapper
-from hookscope.integrations.antigravity.operations import OpState, StepKey, ends_by_cancellation
 from hookscope.integrations.antigravity.policy_rules import HARNESS_POLICY, POLICY_HOOK
-from hookscope.integrations.antigravity.reporting import Dispatch
-from hookscope.integrations.antigravity.sessions import SessionState, Tracker
+from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
+from hookscope.integrations.antigravity.sessions import SdkProbe, SessionState, Tracker
 from hookscope.integrations.antigravity.subagents import subagent_state
-from hookscope.types import Question, ToolCall, Usage
+from hookscope.runner import HookRunner
+from hookscope.types import Question, Usage
 
 __all__ = ["Adapter", "Wrapper"]
 
@@ -85,8 +87,10 @@ class Adapter:
     hook contexts, which it replaces.
     """
 
-    def __init__(self, tracker: Tracker) -> None:
+    def __init__(self, tracker: Tracker, governing: HookRunner | None = None) -> None:
         self.tracker = tracker
+        #: The runner that governs every agent created while instrumented, if any.
+        self.governing = governing
         self._bound: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
         self._configs: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._failed: set[str] = set()
@@ -94,6 +98,7 @@ class Adapter:
     def targets(self) -> list[tuple[str, str, Wrapper]]:
         """``(module, "Class.method", wrapper)`` for every function to wrap."""
         base, harness = "BaseLocalEventProcessor", "LocalHarnessEventProcessor"
+        tracker, guard = self.tracker, self.guard
         return [
             (_AGENT, "Agent.__init__", self._agent_init),
             (_AGENT, "Agent.__aenter__", self._agent_enter),
@@ -112,7 +117,10 @@ class Adapter:
             (_PROCESSOR, f"{harness}.process_event", self._process_event),
             (_PROCESSOR, f"{harness}._handle_policy_decision_request", self._policy_request),
             (_ROUTER, "HookRouter.__init__", self._bind),
-            *((_ROUTER, f"HookRouter.{name}", router_wrapper(self, e)) for name, e in HANDLERS),
+            *(
+                (_ROUTER, f"HookRouter.{name}", router_wrapper(tracker, self.session, guard, e))
+                for name, e in HANDLERS
+            ),
         ]
 
     def session(self, obj: Any) -> SessionState | None:
@@ -140,6 +148,8 @@ class Adapter:
     # --- sessions and binding ---
 
     def _agent_init(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+        if self.governing is not None and self.tracker.active:
+            args, kwargs = _governed(self.governing, args, kwargs)
         result = wrapped(*args, **kwargs)
         # The config as given (the constructor's public argument), for the session's rules.
         config = args[0] if args else kwargs.get("config")
@@ -166,10 +176,8 @@ class Adapter:
 
     def _open_session(self, agent: Any) -> SessionState:
         config = self._configs.get(agent)
-        session = self.tracker.open_session(
-            getattr(config, "conversation_id", None), sdk.model_of(config), sdk.rules_of(config)
-        )
-        session.subagent_names = sdk.subagent_names(config)
+        probe = SdkProbe(sdk.model_of(config), sdk.rules_of(config), sdk.subagent_names(config))
+        session = self.tracker.open_session(getattr(config, "conversation_id", None), probe)
         self._bound[agent] = session
         return session
 
@@ -203,7 +211,7 @@ class Adapter:
                 live, attribute = runner(), RUNNER_LISTS.get(event)
                 return bool(live is not None and attribute and getattr(live, attribute, ()))
 
-            session.has_hooks = has_hooks
+            session.probe.has_hooks = has_hooks
         return result
 
     def _bind_processor(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -216,9 +224,9 @@ class Adapter:
                 live = processor()
                 return sdk.usage_of(live.cumulative_usage) if live is not None else None
 
-            session.usage = usage
+            session.probe.usage = usage
             # The rules Python evaluates, by the id the harness's requests name them with.
-            session.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
+            session.probe.dynamic_policies = dict(kwargs.get("dynamic_policy_map") or {})
         return result
 
     def _register_hook(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
@@ -236,18 +244,14 @@ class Adapter:
         try:
             return await wrapped(*args, **kwargs)
         except BaseException as error:
-            self.guard(self._turn_failed, session, error)
+            self.guard(self.tracker.end_turn, session, error)
             raise
 
     async def _cancel(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
         if session is not None and session.turn is not None:
-            session.turn.cancel_requested = True
+            session.turn.request_cancel()
         return await wrapped(*args, **kwargs)
-
-    def _turn_failed(self, session: SessionState, error: BaseException) -> None:
-        outcome: TurnOutcome = "cancelled" if ends_by_cancellation(error) else "failed"
-        self.tracker.end_turn(session, error=error, outcome=outcome)
 
     async def _process_event(self, wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
         session = self.session(instance)
@@ -261,33 +265,19 @@ class Adapter:
         if update.parent_trajectory_id or (main and update.trajectory_id != main):
             subagent_state(self.tracker, session, update)  # the SDK itself ignores these
             return
-        tracker = self.tracker
         if update.state == _TRAJECTORY.STATE_RUNNING:
-            context = session.scope.context
-            if isinstance(context, SessionContext) and context.conversation_id is None:
+            context = session.context
+            if context.conversation_id is None:
                 # Stable across turns, known only now: the conversation's id (DESIGN §6).
                 context.conversation_id = update.trajectory_id or None
-            tracker.current_turn(session)
-        elif update.state == _TRAJECTORY.STATE_FULLY_IDLE:
+            self.tracker.current_turn(session)
+            return
+        ending = sdk.TURN_ENDS.get(update.state)
+        if ending is not None:
             turn = session.turn
-            if update.HasField("error"):
-                error = ag_types.AntigravityExecutionError(update.error)
-                tracker.end_turn(session, error=error, outcome="failed")
-            elif turn is not None and turn.cancel_requested:
-                # After conversation.cancel() the harness reports plain idle; the caller gets
-                # AntigravityCancelledError, and so does the turn.
-                cancelled = ag_types.AntigravityCancelledError()
-                tracker.end_turn(session, error=cancelled, outcome="cancelled")
-            else:
-                tracker.end_turn(session)
-        elif update.state == _TRAJECTORY.STATE_CANCELLED:
-            turn = session.turn
-            if turn is not None and turn.blocked:
-                tracker.end_turn(session, outcome="blocked")
-            else:  # the SDK's own conversation.cancel(), or the harness halting the turn
-                message = update.error if update.HasField("error") else "turn cancelled"
-                cancelled = ag_types.AntigravityCancelledError(message)
-                tracker.end_turn(session, error=cancelled, outcome="cancelled")
+            cancel_requested = turn is not None and turn.cancel_requested
+            error = ending(update, cancel_requested, turn is not None and turn.blocked)
+            self.tracker.end_turn(session, error)
 
     # --- steps ---
 
@@ -301,7 +291,7 @@ class Adapter:
         status = step.status
         turn = session.turn
         if turn is not None and step.is_complete_response and not step.parent_trajectory_id:
-            turn.response_text = step.content
+            turn.answer(step.content)
         if step.type == ag_types.StepType.COMPACTION and status == _StepStatus.DONE:
             self._compacted(session, step)
         if step.source != ag_types.StepSource.MODEL:
@@ -324,17 +314,17 @@ class Adapter:
         if op.closed:
             return  # a repeated update of a step already finished
         if status == _StepStatus.ACTIVE:
-            tracker.allowed(op)
+            op.allow()
         elif status == _StepStatus.DONE:
             # A harness tool ran outside Python; the SDK's post-call hooks may report later.
-            tracker.tool_returned(op, None, hooks_pending=session.has_hooks("post_tool_call"))
+            op.returned(None, hooks_pending=session.probe.has_hooks("post_tool_call"))
             tracker.step_finished(session, op)
         elif status == _StepStatus.ERROR:
             if not op.decided and sdk.is_denial(step):
                 self._harness_denied(session, op, sdk.denial_message(step))
             else:
                 error = sdk.tool_error(step.error, call.name)
-                tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+                op.failed(error, hooks_pending=session.probe.has_hooks("on_tool_error"))
             tracker.step_finished(session, op)
 
     def _denial_step(self, session: SessionState, step_key: StepKey, message: str) -> None:
@@ -344,27 +334,27 @@ class Adapter:
         hook) or, when there is none, a call a static rule denied inside the harness.
         """
         op, new = self.tracker.op_for_denial_step(
-            session, step_key, message, lambda: sdk.denied_call(session, message)
+            session, step_key, message, lambda: sdk.denied_call(session.probe.rules, message)
         )
         if new or not op.decided:
             self._harness_denied(session, op, message)
         self.tracker.step_finished(session, op)
 
-    def _harness_denied(self, session: SessionState, op: OpState, message: str) -> None:
+    def _harness_denied(self, session: SessionState, op: ReportedOp, message: str) -> None:
         """A denial by a static rule, which the harness names by its name or its reason."""
         if op.decided:
             return
-        self.tracker.deny(op, sdk.harness_denial(session, message), HARNESS_POLICY)
+        op.deny(sdk.harness_denial(session.probe.rules, message), HARNESS_POLICY)
 
     def _compacted(self, session: SessionState, step: Any) -> None:
         key = (step.trajectory_id, step.step_index)
-        if session.has_hooks("on_compaction") or key in session.compactions:
+        if session.probe.has_hooks("on_compaction") or key in session.reported_compactions:
             return  # reported when the SDK's compaction hooks run, or already reported
-        session.compactions.add(key)
+        session.reported_compactions.add(key)
         turn = self.tracker.current_turn(session)
-        Dispatch(self.tracker.notify, "on_compaction", turn.context, step.content or "").finish(
-            None
-        )
+        DispatchReport(
+            self.tracker.notify, "on_compaction", turn.context, step.content or ""
+        ).finish(None)
 
     # --- Python tools ---
 
@@ -390,21 +380,21 @@ class Adapter:
         finally:
             _TOOL_TRAJECTORY.reset(token)
 
-    def _tool_started(self, session: SessionState, tool_call: Any) -> OpState:
+    def _tool_started(self, session: SessionState, tool_call: Any) -> ReportedOp:
         call = sdk.call_from_sdk(tool_call, tool_call.id or None)
         op = self.tracker.op_for_request(session, _TOOL_TRAJECTORY.get() or None, call)
-        self.tracker.tool_started(op)
+        op.start()
         return op
 
-    def _tool_result(self, session: SessionState, op: OpState, result: Any) -> None:
+    def _tool_result(self, session: SessionState, op: ReportedOp, result: Any) -> None:
         if result is None:
             return
         if result.error is None:
-            pending = session.has_hooks("post_tool_call")
-            self.tracker.tool_returned(op, result.result, hooks_pending=pending)
+            pending = session.probe.has_hooks("post_tool_call")
+            op.returned(result.result, hooks_pending=pending)
         else:
             error = result.exception or sdk.tool_error(result.error, op.call.name)
-            self.tracker.tool_failed(op, error, hooks_pending=session.has_hooks("on_tool_error"))
+            op.failed(error, hooks_pending=session.probe.has_hooks("on_tool_error"))
 
     # --- policy rules evaluated in Python (``when`` predicates, ask-user) ---
 
@@ -425,36 +415,31 @@ class Adapter:
         if op is None:
             return await wrapped(*args, **kwargs)
         rule_id = str(args[0] if args else kwargs.get("rule_id", ""))
-        policy = session.dynamic_policies.get(rule_id)
+        policy = session.probe.dynamic_policies.get(rule_id)
         started = perf_counter()
         with op.scope.current():  # predicates and ask-user handlers run under the call's span
             outcome = await wrapped(*args, **kwargs)
         self.guard(self._policy_decided, op, policy, outcome, perf_counter() - started)
         return outcome
 
-    def _policy_op(self, session: SessionState, request: Any) -> OpState:
+    def _policy_op(self, session: SessionState, request: Any) -> ReportedOp:
         args = request.tool_args
-        call = ToolCall(
-            sdk.tool_name(args.tool_name),
-            sdk.json_args(args.arguments_json),
-            args.call_id,
-            args.server_name or None,
-        )
+        call = sdk.call_from_request(args)
         return self.tracker.op_for_request(session, args.trajectory_id or None, call)
 
-    def _policy_decided(self, op: OpState, policy: Any, outcome: Any, duration: float) -> None:
+    def _policy_decided(self, op: ReportedOp, policy: Any, outcome: Any, duration: float) -> None:
         """Report one rule's evaluation as a run of the ``antigravity.policy`` hook."""
-        if op.decided or op.pre is None:
+        if op.decided:
             return
         verdict, deny_reason = outcome
         result = sdk.policy_result(policy, _OUTCOME_NAME(verdict), deny_reason)
-        op.pre.hook_finished(POLICY_HOOK, result, None, duration)
+        op.decision_report.hook_finished(POLICY_HOOK, result, None, duration)
         if result is None:
             return  # the rule did not match
         if result.allow:
-            op.allow = result
+            op.allow_pending(result)
         else:
-            self.tracker.deny(op, result, POLICY_HOOK)
+            op.deny(result, POLICY_HOOK)
 
     # --- interactions (questions to the user) ---
 
@@ -463,29 +448,52 @@ class Adapter:
         begun = self.guard(self._ask, session, args[0]) if session and args else None
         if begun is None:
             return await wrapped(*args, **kwargs)
-        op, dispatch = begun
+        scope, dispatch = begun
         error: BaseException | None = None
         result: Any = None
         try:
-            with op.scope.current(), dispatch.running():
+            with scope.current(), dispatch.running():
                 result = await wrapped(*args, **kwargs)
             return result
         except BaseException as raised:
             error = raised
             raise
         finally:
-            self.guard(self._answered, op, dispatch, result, error)
+            self.guard(self._answered, scope, dispatch, result, error)
 
-    def _ask(self, session: SessionState, entries: Any) -> tuple[OpState, Dispatch]:
-        op = self.tracker.interaction(session)
+    def _ask(
+        self, session: SessionState, entries: Any
+    ) -> tuple[DetachedScope[OperationContext], DispatchReport]:
+        scope = self.tracker.interaction(session)
         questions = [
             Question(entry.question, [option.text for option in entry.options], str(index))
             for index, entry in enumerate(entries)
         ]
-        return op, Dispatch(self.tracker.notify, "on_interaction", op.context, questions)
+        return scope, DispatchReport(
+            self.tracker.notify, "on_interaction", scope.context, questions
+        )
 
     def _answered(
-        self, op: OpState, dispatch: Dispatch, result: Any, error: BaseException | None
+        self,
+        scope: DetachedScope[OperationContext],
+        dispatch: DispatchReport,
+        result: Any,
+        error: BaseException | None,
     ) -> None:
         dispatch.finish(None if error is not None else sdk.answers_of(result))
-        self.tracker.end_interaction(op, error)
+        self.tracker.end_interaction(scope, error)
+
+
+def _governed(runner: HookRunner, args: Args, kwargs: Kwargs) -> tuple[Args, Kwargs]:
+    """``Agent(config)``'s arguments with the config governed by ``runner`` (never ungoverned:
+    a config this cannot govern fails the constructor, saying why)."""
+    from hookscope.integrations.antigravity.governing import governing_hooks, runner_of
+
+    config = args[0] if args else kwargs.get("config")
+    present = list(getattr(config, "hooks", None) or ())
+    if config is None or runner_of(present) is runner:
+        return args, kwargs
+    governed = config.model_copy(update={"hooks": [*present, *governing_hooks(runner)]})
+    if args:
+        return (governed, *args[1:]), kwargs
+    return args, {**kwargs, "config": governed}
