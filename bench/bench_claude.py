@@ -41,7 +41,7 @@ from hookscope.integrations.claude_agent_sdk import govern
 from hookscope.integrations.claude_agent_sdk import stream as claude_stream
 from hookscope.policy import allow, ask_user, deny, enforce
 
-ROUNDS = 15
+ROUNDS = 21
 CALLS = 20
 TARGET = 1.0
 _sessions = itertools.count()

@@ -132,9 +132,10 @@ def resolve_path(value: object, base: str | None = None) -> str:
         if part == "..":
             current = os.path.dirname(current)
             continue
-        if len(os.fsencode(part)) > NAME_MAX:
+        # ASCII is one byte a character: encode only what may be longer than it looks.
+        if len(part) > NAME_MAX or (not part.isascii() and len(os.fsencode(part)) > NAME_MAX):
             raise PathRejected(f"has a component longer than NAME_MAX ({NAME_MAX} bytes)")
-        candidate = os.path.join(current, part)
+        candidate = current + part if current == os.sep else current + os.sep + part
         try:
             mode = os.lstat(candidate).st_mode
         except FileNotFoundError:

@@ -15,7 +15,7 @@ from hookscope.integrations._kit.instrumenting import (
     env_flag,
     resolve_runner,
 )
-from hookscope.integrations._kit.lifecycle import Session, SubagentRun, ToolOp, Turn
+from hookscope.integrations._kit.lifecycle import Session, SubagentRun, Turn
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
 from hookscope.integrations._kit.scopes import (
     CallInterrupted,
@@ -23,6 +23,7 @@ from hookscope.integrations._kit.scopes import (
     TurnInterrupted,
     ended_by,
 )
+from hookscope.integrations._kit.tool_ops import ToolOp
 from hookscope.integrations._kit.verdicts import ToolVerdict, TurnVerdict
 
 __all__ = [

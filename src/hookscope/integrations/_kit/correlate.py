@@ -29,7 +29,7 @@ T = TypeVar("T")
 class OpIndex(Generic[T]):
     """Open (and recently closed) calls of one session, by id, by secondary key, by shape."""
 
-    __slots__ = ("_by_id", "_by_key", "_closed", "_unbound")
+    __slots__ = ("_by_id", "_by_key", "_closed", "_keys", "_unbound")
 
     def __init__(self) -> None:
         self._by_id: dict[str, T] = {}
@@ -37,6 +37,8 @@ class OpIndex(Generic[T]):
         # (lane, tool) → open calls not yet bound to an id, oldest first, with their args.
         self._unbound: dict[tuple[Hashable, str], list[tuple[Mapping[str, Any], T]]] = {}
         self._closed: OrderedDict[int, tuple[float, T, list[Any]]] = OrderedDict()
+        # id(op) → the ids and keys it is findable by, so closing it costs no scan.
+        self._keys: dict[int, list[Any]] = {}
 
     def add(
         self,
@@ -49,16 +51,19 @@ class OpIndex(Generic[T]):
         """Index ``op`` by ``call_id``, or, without one, by lane, tool and arguments."""
         if call_id:
             self._by_id[call_id] = op
+            self._keys.setdefault(id(op), []).append(call_id)
         else:
             self._unbound.setdefault((lane, tool), []).append((dict(args or {}), op))
 
     def bind(self, name: str, key: Hashable, op: T) -> None:
         """Make ``op`` findable by the secondary key ``(name, key)``."""
         self._by_key[(name, key)] = op
+        self._keys.setdefault(id(op), []).append((name, key))
 
     def bind_id(self, call_id: str, op: T) -> None:
         """Give an unbound ``op`` its call id."""
         self._by_id[call_id] = op
+        self._keys.setdefault(id(op), []).append(call_id)
         for entries in self._unbound.values():
             entries[:] = [(a, o) for a, o in entries if o is not op]
 
@@ -88,10 +93,10 @@ class OpIndex(Generic[T]):
 
     def close(self, op: T) -> None:
         """``op`` ended: it stays findable for a while, then is forgotten."""
-        keys: list[Any] = [i for i, o in self._by_id.items() if o is op]
-        keys += [k for k, o in self._by_key.items() if o is op]
-        for entries in self._unbound.values():
-            entries[:] = [(a, o) for a, o in entries if o is not op]
+        keys = self._keys.pop(id(op), [])
+        if self._unbound:
+            for entries in self._unbound.values():
+                entries[:] = [(a, o) for a, o in entries if o is not op]
         self._closed[id(op)] = (monotonic() + LINGER_S, op, keys)
         while len(self._closed) > MAX_CLOSED:
             self._forget(self._closed.popitem(last=False)[1])

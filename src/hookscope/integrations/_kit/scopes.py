@@ -13,8 +13,6 @@ a tool or a hook.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Generic, TypeVar, final
 
 from opentelemetry import context as otel_context
@@ -72,14 +70,26 @@ class DetachedScope(Generic[C]):
         self.env.run(notifier.scope_ended, self.context, error)
         return True
 
-    @contextmanager
-    def current(self) -> Iterator[None]:
+    def current(self) -> _Current:
         """Make the scope's span current in the calling task (while a tool or hook runs)."""
-        token = otel_context.attach(self.span_context)
-        try:
-            yield
-        finally:
-            otel_context.detach(token)
+        return _Current(self.span_context)
+
+
+@final
+class _Current:
+    """``with scope.current():`` — a class, not a generator: it runs on every dispatch."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: otel_context.Context) -> None:
+        self._context = context
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._context)
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]
 
 
 def _open(notifier: Notifier, context: HookContext, parent: otel_context.Context | None) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from hookscope.integrations._kit import ToolVerdict
-from hookscope.types import Decision, HookscopeError, LlmResponse, ToolCall, Usage
+from hookscope.types import HookscopeError, LlmResponse, ToolCall, Usage
 
 __all__ = [
     "MCP_PREFIX",
@@ -62,9 +62,11 @@ def hook_output(verdict: ToolVerdict) -> dict[str, Any]:
     """A ``PreToolUse`` hook's answer for ``verdict``.
 
     Denied → ``permissionDecision: "deny"`` with the message (the model reads it); pending →
-    ``"ask"`` (Claude then calls ``can_use_tool``); allowed by a rule or by the user →
-    ``"allow"``; allowed with no opinion → no decision, so Claude's own permission checks run
-    as they would without hookscope. Changed arguments travel as ``updatedInput``.
+    ``"ask"`` (Claude then calls ``can_use_tool``); approved by a person through hookscope's
+    confirm path → ``"allow"``; otherwise allowed → no decision: hookscope only ever narrows
+    what Claude may do, so Claude's own permission checks run as they would without it (an
+    ``allow`` rule does not grant a permission Claude would ask for). Changed arguments travel
+    as ``updatedInput``.
     """
     specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
     if verdict.pending:
@@ -76,8 +78,8 @@ def hook_output(verdict: ToolVerdict) -> dict[str, Any]:
         specific["permissionDecisionReason"] = verdict.message or "denied by hookscope"
         return {"hookSpecificOutput": specific}
     decision = verdict.decision
-    ruled = decision is not None and (decision.rule is not None or decision.asked_user)
-    if ruled and decision is not None and decision.decision in (Decision.ALLOW, Decision.ASK_USER):
+    if decision is not None and decision.asked_user and decision.user_approved:
+        # A person approved the call: that is the permission (Claude would ask again).
         specific["permissionDecision"] = "allow"
         if verdict.message:
             specific["permissionDecisionReason"] = verdict.message
@@ -124,4 +126,4 @@ def llm_response(message: Mapping[str, Any]) -> LlmResponse:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if type(value) is int else 0
