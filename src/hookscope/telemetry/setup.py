@@ -236,8 +236,9 @@ class _Builder:
         """A scrape endpoint (``OTEL_METRICS_EXPORTER=prometheus``), with its own registry."""
         host, port = prometheus_address()
         try:
-            from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import CollectorRegistry, start_http_server
+
+            from hookscope.telemetry._scrape import ExemplarPrometheusReader
         except ImportError:
             raise TelemetryConfigError(
                 "OTEL_METRICS_EXPORTER=prometheus needs the 'prometheus' extra: "
@@ -255,7 +256,7 @@ class _Builder:
         self.closers.append(server.server_close)
         self.cleanups.extend((server.shutdown, server.server_close))
         self.scrape_url = f"http://{host}:{server.server_port}/metrics (Prometheus scrape)"
-        return PrometheusMetricReader(registry=registry)
+        return ExemplarPrometheusReader(registry=registry)
 
     def undo(self) -> None:
         """Stop whatever was built (in reverse), quietly: configure() is failing anyway."""
