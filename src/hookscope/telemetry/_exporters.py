@@ -122,7 +122,7 @@ def otlp_span_exporter(
     return _watched(
         OTLPSpanExporter(
             endpoint=url,
-            headers=headers,
+            headers=_dict(headers),
             meter_provider=meter_provider,
             session=_session(status),
         ),
@@ -151,7 +151,7 @@ def otlp_metric_exporter(
 
     status = HttpStatus()
     return _watched(
-        OTLPMetricExporter(endpoint=url, headers=headers, session=_session(status)), status
+        OTLPMetricExporter(endpoint=url, headers=_dict(headers), session=_session(status)), status
     )
 
 
@@ -176,7 +176,7 @@ def otlp_log_exporter(
 
     status = HttpStatus()
     return _watched(
-        OTLPLogExporter(endpoint=url, headers=headers, session=_session(status)), status
+        OTLPLogExporter(endpoint=url, headers=_dict(headers), session=_session(status)), status
     )
 
 
@@ -193,3 +193,8 @@ def console_metric_exporter() -> MetricExporter:
 def console_log_exporter() -> LogRecordExporter:
     """The SDK's console log record exporter."""
     return ConsoleLogRecordExporter()
+
+
+def _dict(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    # OpenTelemetry 1.44's exporters are typed for a dict (1.45 takes any mapping).
+    return None if headers is None else dict(headers)

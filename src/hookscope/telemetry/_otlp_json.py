@@ -17,6 +17,7 @@ to try again (:mod:`hookscope.telemetry._guard`).
 from __future__ import annotations
 
 import gzip
+import importlib
 import logging
 import os
 import urllib.error
@@ -25,7 +26,6 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
-from opentelemetry.exporter.otlp.common._aggregation import _get_aggregation, _get_temporality
 from opentelemetry.exporter.otlp.json.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
@@ -50,6 +50,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+try:  # OpenTelemetry >= 1.45: the OTLP exporters share them in opentelemetry-exporter-otlp-common
+    _aggregation: Any = importlib.import_module("opentelemetry.exporter.otlp.common._aggregation")
+except ImportError:  # 1.44 (the release google-adk pins): the JSON encoders carry their own copy
+    _aggregation = importlib.import_module("opentelemetry.exporter.otlp.json.common._internal")
+#: The protobuf exporters' reading of the temporality and histogram variables.
+_get_temporality = _aggregation._get_temporality
+_get_aggregation = _aggregation._get_aggregation
 
 _DEFAULT_TIMEOUT_S: Final = 10.0
 _COMPRESSIONS: Final = ("none", "gzip", "deflate")
