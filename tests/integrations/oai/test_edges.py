@@ -192,14 +192,14 @@ async def test_ask_native_hands_the_question_to_the_sdk_approval(
         # the run stops for the SDK's approval: asked, not approved within this turn
         "  invoke_agent assistant turn=completed in=100 out=10",
         "    chat scripted-model in=100 out=10",
-        "    execute_tool transfer tool=denied decision=ask_user by=confirm_transfers",
+        "    execute_tool transfer ERROR tool=denied decision=ask_user by=confirm_transfers",
         # resumed with the call approved: the hooks decide again, the approval answers the ask
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    execute_tool transfer tool=succeeded decision=ask_user by=confirm_transfers",
         "    chat scripted-model in=100 out=10",
         "  invoke_agent assistant turn=completed in=100 out=10",
         "    chat scripted-model in=100 out=10",
-        "    execute_tool transfer tool=denied decision=ask_user by=confirm_transfers",
+        "    execute_tool transfer ERROR tool=denied decision=ask_user by=confirm_transfers",
         # resumed with the call rejected: the SDK answers the model itself, calling no seam
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    chat scripted-model in=100 out=10",
