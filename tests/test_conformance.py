@@ -53,6 +53,11 @@ TYPES: Final[dict[str, Any]] = {
     "gen_ai.usage.reasoning.output_tokens": INT,
     # DESIGN §11: what a model call, turn or session cost, with hookscope.cost.currency
     "gen_ai.usage.cost": FLOAT,
+    # the gen_ai.evaluation.result event (prompt-hook verdicts, scored HookResults)
+    "gen_ai.evaluation.name": STR,
+    "gen_ai.evaluation.score.value": FLOAT,
+    "gen_ai.evaluation.score.label": STR,
+    "gen_ai.evaluation.explanation": STR,
     # MCP conventions (on the execute_tool span of a tool an MCP server provides)
     "mcp.method.name": STR,
     # OpenInference

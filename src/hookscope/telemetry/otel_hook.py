@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from time import time_ns
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, cast, final
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger_provider
@@ -62,6 +62,7 @@ from hookscope.telemetry._scopes import (
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.cost import CostRecorder, Pricer, total_attributes
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
+from hookscope.types import HookResult
 
 __all__ = [
     "EVENTS_ENV",
@@ -509,6 +510,20 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             if turn is not None and turn.chat is not None:
                 turn.chat.activate()  # current while the response is reported
 
+    def _evaluation(self, record: SpanRecord, hook_name: str, result: HookResult) -> None:
+        """A scored verdict as the conventions' ``gen_ai.evaluation.result`` event on the
+        judged span (the tool call's for pre_tool_call, the turn's for turn events)."""
+        if not record.recording:
+            return
+        attributes: dict[str, Any] = {
+            sc.GEN_AI_EVALUATION_NAME: hook_name,
+            sc.GEN_AI_EVALUATION_SCORE_VALUE: float(cast(float, result.score)),
+            sc.GEN_AI_EVALUATION_SCORE_LABEL: "pass" if result.allow else "fail",
+        }
+        if result.message:
+            attributes[sc.GEN_AI_EVALUATION_EXPLANATION] = self._reason(result.message)
+        self.event(record, sc.EVENT_EVALUATION_RESULT, attributes)
+
     def hook_finished(
         self,
         event: HookEvent,
@@ -536,6 +551,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 decision = getattr(result, "decision", None)
                 if decision is not None:  # the policy hook: named on allows too
                     record.policy_hook = hook_name
+            if type(result) is HookResult and result.score is not None and record is not None:
+                self._evaluation(record, hook_name, result)
             return
         kind = error_type(error)
         hook = instruments.hook_name(hook_name)

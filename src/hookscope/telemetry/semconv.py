@@ -192,6 +192,13 @@ EVENT_NAMES: Final[dict[HookEvent, str]] = {
     "on_compaction": "hookscope.compaction",
 }
 EVENT_HOOK_FAILURE: Final = "hookscope.hook_failure"
+#: The GenAI conventions' evaluation event: a prompt hook's verdict or a scored HookResult,
+#: on the judged span (DESIGN §11), with the attributes below.
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 
 # --- metrics ---
 METRIC_TOOL_CALLS: Final = "hookscope.tool.calls"
