@@ -145,6 +145,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from hookscope.engine import cli as engine_cli  # `hookscope hooks check|run`
 
     engine_cli.add_parser(commands)
+    from hookscope.builtins import approvals  # `hookscope approvals list|approve|deny`
+
+    approvals.add_parser(commands)
     return parser
 
 

@@ -6,6 +6,7 @@ one instance serves any number of concurrent sessions) and reports under its cla
 """
 
 from hookscope.builtins.answers import AutoAnswer
+from hookscope.builtins.approvals import Approvals
 from hookscope.builtins.audit import AuditLog, AuditLogError
 from hookscope.builtins.cost import CostBudget
 from hookscope.builtins.limits import TokenBudget, TurnLimit, TurnRateLimit
@@ -21,6 +22,7 @@ from hookscope.builtins.tools import (
 
 __all__ = [
     "AllowAll",
+    "Approvals",
     "AuditLog",
     "AuditLogError",
     "AutoAnswer",

@@ -216,6 +216,15 @@ METRIC_HOOK_FAILURES: Final = "hookscope.hook.failures"
 METRIC_INTERACTIONS: Final = "hookscope.interactions"
 METRIC_COMPACTIONS: Final = "hookscope.compactions"
 METRIC_GUARDRAIL_VERDICTS: Final = "hookscope.guardrail.verdicts"
+#: Seconds a call waited for a person's approval (``builtins.Approvals``), by agent, outcome
+#: and channel; the wait is also a ``blocked_on_user`` span under the tool span.
+METRIC_APPROVAL_DURATION: Final = "hookscope.approval.duration"
+SPAN_BLOCKED_ON_USER: Final = "blocked_on_user"
+APPROVAL_ID: Final = "hookscope.approval.id"
+APPROVAL_CHANNEL: Final = "hookscope.approval.channel"
+#: ``approved``, ``denied`` or ``timed_out``.
+APPROVAL_OUTCOME: Final = "hookscope.approval.outcome"
+APPROVAL_APPROVER: Final = "hookscope.approval.approver"
 #: Counter of spend (``{USD}``) by agent, model and provider.
 METRIC_COST: Final = "hookscope.cost"
 #: Counter of model calls whose model has no known price (``{call}``): never guessed.
