@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any, Final, final
 
-from hookscope.context import HookContext
+from hookscope.context import NO_RECOVERY_KEY, HookContext
 from hookscope.hooks import HookEvent
 from hookscope.types import HookResult
 
@@ -238,7 +238,14 @@ class Notifier:
     def dispatch_finished(
         self, event: str, context: HookContext, data: Any, result: Any, decided_by: str | None
     ) -> None:
-        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it."""
+        """The dispatch ended with ``result``; ``decided_by`` names the hook that stopped it.
+
+        Observers hear what took effect: where the SDK cannot put a recovery in a tool error's
+        place (``NO_RECOVERY_KEY`` on the call's context), an ``on_tool_error`` dispatch ends
+        with no recovery and no decider, whatever a hook returned (every observer agrees).
+        """
+        if event == "on_tool_error" and result is not None and context.get(NO_RECOVERY_KEY):
+            result = decided_by = None
         one = self._one[4]
         if one is not None:
             try:

@@ -51,8 +51,23 @@ def is_cancellation(error: BaseException) -> bool:
 
 
 def ended_by(error: BaseException) -> Literal["cancelled", "failed"]:
-    """How a session or turn that ``error`` ended is recorded (the one rule, adapters too)."""
-    return "cancelled" if is_cancellation(error) else "failed"
+    """How a session, turn or subagent run that ``error`` ended is recorded (the one rule;
+    every adapter uses it).
+
+    ``cancelled``: the work was stopped from outside — a cancelled task, ``KeyboardInterrupt``,
+    or a deadline (``asyncio.timeout``/``wait_for`` cancel the awaited work and raise
+    ``TimeoutError`` from that cancellation; scopes inside the deadline see the cancellation,
+    so the scopes around them must agree). ``failed``: anything else, a ``TimeoutError`` a tool
+    or client raised on its own included. ``error.type`` names the exception either way.
+    """
+    return "cancelled" if is_cancellation(error) or _is_deadline(error) else "failed"
+
+
+def _is_deadline(error: BaseException) -> bool:
+    # asyncio.TimeoutError is builtins.TimeoutError from Python 3.11, a class of its own before.
+    return isinstance(error, (TimeoutError, asyncio.TimeoutError)) and isinstance(
+        error.__cause__, asyncio.CancelledError
+    )
 
 
 def is_awaitable(value: object) -> bool:

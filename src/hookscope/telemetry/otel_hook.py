@@ -35,7 +35,6 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from hookscope._version import __version__
 from hookscope.context import (
     NEST_SESSION_KEY,
-    NO_RECOVERY_KEY,
     SUBAGENT_KEY,
     HookContext,
     OperationContext,
@@ -448,6 +447,4 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         key, handler = route
         record = context.get(key)
         if record is not None:
-            if result is not None and event == "on_tool_error" and context.get(NO_RECOVERY_KEY):
-                result = None  # the SDK cannot put a recovery in the error's place
             handler(record, data, result, decided_by)

@@ -14,6 +14,7 @@ from hookscope.integrations._kit.instrumenting import (
     Target,
     env_flag,
     resolve_runner,
+    runner_from_env,
 )
 from hookscope.integrations._kit.lifecycle import Session, SubagentRun, Turn
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
@@ -54,4 +55,5 @@ __all__ = [
     "env_flag",
     "resolve_runner",
     "run_tool",
+    "runner_from_env",
 ]
