@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import inspect
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +23,16 @@ from hookscope.integrations._kit import (
     SessionBinder,
     Target,
     ambient_session_id,
+    call_args,
     choose_session_id,
     env_flag,
+    invoker,
     resolve_runner,
+    run_now,
     run_tool,
 )
 from hookscope.policy import deny, enforce
+from hookscope.runner import ScopeError
 from hookscope.telemetry import OTelHook
 from hookscope.testing import recording
 from hookscope.types import Recovery
@@ -198,3 +204,22 @@ async def test_a_config_that_cannot_be_loaded_denies_every_turn_and_call(
         assert str(missing) in decided.result.message
     finally:
         instrumentor.uninstrument()
+
+
+def test_call_args_and_invoker_round_trip_a_tools_arguments_by_name() -> None:
+    def tool(a: int, /, b: int, *rest: int, c: int = 0, **more: int) -> tuple[Any, ...]:
+        return (a, b, rest, c, more)
+
+    signature = inspect.signature(tool)
+    named = call_args(signature, (1, 2, 3), {"c": 4, "d": 5})
+    assert named == {"a": 1, "b": 2, "rest": (3,), "c": 4, "d": 5}
+    assert invoker(tool, signature)(**{**named, "b": 20}) == (1, 20, (3,), 4, {"d": 5})
+
+
+async def test_run_now_completes_hooks_that_do_not_suspend_and_refuses_ones_that_do() -> None:
+    async def plain() -> str:
+        return "done"
+
+    assert run_now(plain()) == "done"
+    with pytest.raises(ScopeError, match="make the tool or method async"):
+        run_now(asyncio.sleep(0.01))
