@@ -29,7 +29,8 @@ from hookscope.integrations._kit import (
 )
 from hookscope.integrations.claude_agent_sdk import stream
 from hookscope.integrations.claude_agent_sdk.conversation import Conversation
-from hookscope.integrations.claude_agent_sdk.values import hook_output
+from hookscope.integrations.claude_agent_sdk.values import hook_output, tool_call
+from hookscope.types import ToolCall
 
 __all__ = ["DECIDE_TIMEOUT_S", "EVENTS", "AskMode", "ClaudeHooks"]
 
@@ -186,12 +187,21 @@ class ClaudeHooks:
     ) -> Any:
         user = self.user_can_use_tool
         tool_use_id = context.tool_use_id or ""
-        op = stream.find_op(tool_use_id)
+        ops = stream.find_ops(tool_use_id)
+        if len(ops) > 1:  # concurrent sessions reused the id: only this very call will do
+            asked = tool_call(name, tool_input, tool_use_id)
+            ops = [op for op in ops if _same_call(op.call, asked)]
+        op = ops[0] if ops else None
 
         async def decide() -> Any:
             pending = op is not None and op.verdict is not None and op.verdict.pending
             if user is None:  # never installed without one; fail closed all the same
                 return PermissionResultDeny(message="no approver (can_use_tool) is configured")
+            if len(ops) > 1:  # answering another session's ask would settle the wrong call
+                return PermissionResultDeny(
+                    message=f"hookscope cannot tell which session's call {tool_use_id} is "
+                    "(concurrent sessions reuse that id with the same tool and input); denied"
+                )
             answer = await user(name, tool_input, context)
             if op is None:
                 return answer
@@ -266,6 +276,10 @@ class ClaudeHooks:
     async def _observe(self, work: Awaitable[dict[str, Any]], where: str) -> dict[str, Any]:
         # Inspect events: a failure is logged and the agent goes on ({} = no opinion).
         return await self.governor.guard.report(work, {}, where)
+
+
+def _same_call(mine: ToolCall, asked: ToolCall) -> bool:
+    return (mine.name, mine.server, dict(mine.args)) == (asked.name, asked.server, dict(asked.args))
 
 
 def _permission(verdict: ToolVerdict, answer: Any) -> Any:

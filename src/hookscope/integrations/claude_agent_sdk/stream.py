@@ -18,7 +18,15 @@ from typing import Any, Final
 from hookscope.integrations._kit import ToolOp
 from hookscope.integrations.claude_agent_sdk.conversation import Conversation
 
-__all__ = ["conversation", "conversation_of", "find_op", "install", "register", "tap"]
+__all__ = [
+    "conversation",
+    "conversation_of",
+    "find_op",
+    "find_ops",
+    "install",
+    "register",
+    "tap",
+]
 
 logger = logging.getLogger("hookscope.integrations.claude_agent_sdk")
 
@@ -56,6 +64,11 @@ def find_op(tool_use_id: str) -> ToolOp | None:
         if op is not None:
             return op
     return None
+
+
+def find_ops(tool_use_id: str) -> list[ToolOp]:
+    """Every open call ``tool_use_id`` names: one, unless concurrent sessions reuse ids."""
+    return [op for found in _CONVERSATIONS.values() if (op := found.op(tool_use_id)) is not None]
 
 
 def install() -> None:

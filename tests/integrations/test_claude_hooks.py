@@ -1,0 +1,67 @@
+"""The Claude adapter's callbacks, called as the SDK calls them (no CLI needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ToolPermissionContext,
+)
+
+from hookscope import HookResult, HookRunner, ToolCall, hooks
+from hookscope.integrations.claude_agent_sdk import govern, stream
+from hookscope.integrations.claude_agent_sdk.govern import governed_by
+
+
+async def test_a_native_ask_is_settled_in_its_own_session_when_sessions_reuse_a_call_id() -> None:
+    @hooks.pre_tool_call_decide
+    def ask_first(call: ToolCall) -> HookResult:
+        return HookResult.ask(f"may I run {call.args['command']!r}?")
+
+    async def approver(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        if tool_input["command"] == "echo a":
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="not b")
+
+    options = govern(
+        ClaudeAgentOptions(can_use_tool=approver), HookRunner([ask_first]), ask="native"
+    )
+    claude = governed_by(options)
+    assert claude is not None
+    assert options.can_use_tool is not None
+    try:
+        for key, command in (("session-a", "echo a"), ("session-b", "echo b")):
+            await claude._user_prompt_submit({"session_id": key, "prompt": "go"}, None, None)
+            asked = await claude._pre_tool_use(
+                {"session_id": key, "tool_name": "Bash", "tool_input": {"command": command}},
+                "toolu_same",
+                None,
+            )
+            assert asked["hookSpecificOutput"]["permissionDecision"] == "ask"
+        a, b = (stream.conversation(k) for k in ("session-a", "session-b"))
+        assert a is not None
+        assert b is not None
+        context = ToolPermissionContext(tool_use_id="toolu_same")
+        # Session b's CLI asks first: its answer must settle b's call, not a's.
+        answer_b = await options.can_use_tool("Bash", {"command": "echo b"}, context)
+        answer_a = await options.can_use_tool("Bash", {"command": "echo a"}, context)
+        assert isinstance(answer_b, PermissionResultDeny)
+        assert isinstance(answer_a, PermissionResultAllow)
+        op_a = a.op("toolu_same")
+        assert op_a is not None
+        assert op_a.verdict is not None
+        assert op_a.verdict.allowed
+        op_b = b.op("toolu_same")
+        assert op_b is not None
+        assert op_b.verdict is not None
+        assert not op_b.verdict.allowed
+        assert op_b.phase == "denied"
+    finally:
+        for key in ("session-a", "session-b"):
+            found = stream.conversation(key)
+            if found is not None:
+                stream._CONVERSATIONS.pop(key)
+                await found.end(None)
