@@ -14,6 +14,7 @@ from claude_agent_sdk import (
 from hookscope import HookResult, HookRunner, ToolCall, hooks
 from hookscope.integrations.claude_agent_sdk import govern, stream
 from hookscope.integrations.claude_agent_sdk.govern import governed_by
+from hookscope.policy import deny, enforce
 
 
 async def test_a_native_ask_is_settled_in_its_own_session_when_sessions_reuse_a_call_id() -> None:
@@ -65,3 +66,30 @@ async def test_a_native_ask_is_settled_in_its_own_session_when_sessions_reuse_a_
             if found is not None:
                 stream._CONVERSATIONS.pop(key)
                 await found.end(None)
+
+
+async def test_a_rule_for_a_server_claude_code_renamed_denies_its_tools() -> None:
+    # Claude Code writes "corp.files" as corp_files and keeps "a__b": policy rules name them
+    # as configured, and must meet every one of their tools.
+    runner = HookRunner(
+        [enforce([deny("corp.files/*"), deny("a__b/*")], mcp_servers=["corp.files", "a__b", "a"])]
+    )
+    options = govern(
+        ClaudeAgentOptions(mcp_servers={"corp.files": {}, "a__b": {}, "a": {}}), runner
+    )
+    claude = governed_by(options)
+    assert claude is not None
+    try:
+        await claude._user_prompt_submit({"session_id": "names", "prompt": "go"}, None, None)
+        decisions = []
+        for i, name in enumerate(("mcp__corp_files__delete", "mcp__a__b__wipe", "mcp__a__read")):
+            out = await claude._pre_tool_use(
+                {"session_id": "names", "tool_name": name, "tool_input": {}}, f"t{i}", None
+            )
+            decisions.append(out.get("hookSpecificOutput", {}).get("permissionDecision"))
+        assert decisions == ["deny", "deny", None]
+    finally:
+        found = stream.conversation("names")
+        if found is not None:
+            stream._CONVERSATIONS.pop("names")
+            await found.end(None)

@@ -11,7 +11,7 @@ through otherwise.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, cast, final
 
 from claude_agent_sdk import (
@@ -62,6 +62,7 @@ class ClaudeHooks:
         "ask",
         "governor",
         "model",
+        "servers",
         "session_id",
         "user_can_use_tool",
     )
@@ -74,8 +75,10 @@ class ClaudeHooks:
         session_id: str | None = None,
         model: str | None = None,
         user_can_use_tool: CanUseTool | None = None,
+        servers: Mapping[str, str] | None = None,
     ) -> None:
         self.governor = governor
+        self.servers: Mapping[str, str] = servers or {}
         self.ask = ask
         self.session_id = session_id
         self.model = model or "claude"
@@ -136,7 +139,7 @@ class ClaudeHooks:
                 sdk_id=key or None,
                 parent=current_parent(),
             )
-            conversation = Conversation(self.governor, session, key, self.model)
+            conversation = Conversation(self.governor, session, key, self.model, self.servers)
             stream.register(key, conversation)
             future.set_result(conversation)
             return conversation
@@ -189,7 +192,7 @@ class ClaudeHooks:
         tool_use_id = context.tool_use_id or ""
         ops = stream.find_ops(tool_use_id)
         if len(ops) > 1:  # concurrent sessions reused the id: only this very call will do
-            asked = tool_call(name, tool_input, tool_use_id)
+            asked = tool_call(name, tool_input, tool_use_id, self.servers)
             ops = [op for op in ops if _same_call(op.call, asked)]
         op = ops[0] if ops else None
 
