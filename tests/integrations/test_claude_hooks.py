@@ -93,3 +93,33 @@ async def test_a_rule_for_a_server_claude_code_renamed_denies_its_tools() -> Non
         if found is not None:
             stream._CONVERSATIONS.pop("names")
             await found.end(None)
+
+
+async def test_a_native_ask_under_bypass_permissions_is_settled_by_hookscope() -> None:
+    @hooks.pre_tool_call_decide
+    def ask_first(call: ToolCall) -> HookResult:
+        return HookResult.ask("may I?")
+
+    async def approver(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        return PermissionResultAllow()  # never consulted in this mode
+
+    options = govern(
+        ClaudeAgentOptions(can_use_tool=approver), HookRunner([ask_first]), ask="native"
+    )
+    claude = governed_by(options)
+    assert claude is not None
+    try:
+        await claude._user_prompt_submit({"session_id": "bypass", "prompt": "go"}, None, None)
+        data = {"session_id": "bypass", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+        out = await claude._pre_tool_use(
+            {**data, "permission_mode": "bypassPermissions"}, "t1", None
+        )
+        # Nobody answers hookscope's confirm: denied, not handed to an approver never called.
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        out = await claude._pre_tool_use({**data, "permission_mode": "default"}, "t2", None)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+    finally:
+        found = stream.conversation("bypass")
+        if found is not None:
+            stream._CONVERSATIONS.pop("bypass")
+            await found.end(None)

@@ -167,7 +167,9 @@ class ClaudeHooks:
         )
 
     async def _pre_tool_use(self, data: Any, tool_use_id: str | None, ctx: Any) -> Any:
-        native = self.ask == "native"
+        # Under bypassPermissions Claude consults no can_use_tool, so a native ask would go
+        # unanswered: hookscope's confirm path settles it (nobody answering denies).
+        native = self.ask == "native" and data.get("permission_mode") != "bypassPermissions"
 
         async def decide() -> dict[str, Any]:
             conversation = await self._conversation(data)
