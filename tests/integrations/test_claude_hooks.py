@@ -11,7 +11,7 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
-from hookscope import HookResult, HookRunner, ToolCall, hooks
+from hookscope import Hook, HookResult, HookRunner, ToolCall, hooks
 from hookscope.integrations.claude_agent_sdk import govern, stream
 from hookscope.integrations.claude_agent_sdk.govern import governed_by
 from hookscope.policy import deny, enforce
@@ -122,4 +122,74 @@ async def test_a_native_ask_under_bypass_permissions_is_settled_by_hookscope() -
         found = stream.conversation("bypass")
         if found is not None:
             stream._CONVERSATIONS.pop("bypass")
+            await found.end(None)
+
+
+class _RaisesEverywhere(Hook):
+    """A hook that fails in every event it can have."""
+
+    def _fail(self, *args: Any) -> Any:
+        raise RuntimeError("secret-token-123 leaked into a message")
+
+    on_session_start = on_session_end = pre_turn = post_turn = _fail
+    pre_tool_call = post_tool_call = on_tool_error = on_interaction = _fail
+    pre_compaction = on_compaction = pre_llm_request = on_llm_response = _fail
+
+
+async def test_a_hook_raising_in_every_callback_denies_and_never_breaks_the_cli() -> None:
+    options = govern(ClaudeAgentOptions(), HookRunner([_RaisesEverywhere()]))
+    claude = governed_by(options)
+    assert claude is not None
+    key = {"session_id": "raising"}
+    call = {**key, "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    try:
+        prompt = await claude._user_prompt_submit({**key, "prompt": "go"}, None, None)
+        assert prompt["decision"] == "block"
+        tool = await claude._pre_tool_use(call, "t1", None)
+        assert tool["hookSpecificOutput"]["permissionDecision"] == "deny"
+        # Inspect events: nothing to enforce, so no opinion, and no exception into the CLI.
+        assert await claude._post_tool_use({**call, "tool_response": "x"}, "t1", None) == {}
+        assert await claude._post_tool_use_failure({**call, "error": "boom"}, "t1", None) == {}
+        assert await claude._stop({**key, "last_assistant_message": "done"}, None, None) == {}
+        assert await claude._pre_compact({**key, "trigger": "auto"}, None, None) == {}
+        assert await claude._subagent_start({**key, "agent_id": "a1"}, None, None) == {}
+        assert await claude._subagent_stop({**key, "agent_id": "a1"}, None, None) == {}
+        reasons = [prompt["reason"], tool["hookSpecificOutput"]["permissionDecisionReason"]]
+        assert not any("secret-token-123" in reason for reason in reasons)
+    finally:
+        found = stream.conversation("raising")
+        if found is not None:
+            stream._CONVERSATIONS.pop("raising")
+            await found.end(None)
+
+
+async def test_claudes_approver_is_not_asked_about_a_call_hookscope_denied() -> None:
+    asked: list[str] = []
+
+    async def approver(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(name)
+        return PermissionResultAllow()
+
+    runner = HookRunner([enforce([deny("Bash", reason="no shell")])])
+    options = govern(ClaudeAgentOptions(can_use_tool=approver), runner)
+    claude = governed_by(options)
+    assert claude is not None
+    assert options.can_use_tool is not None
+    key = {"session_id": "denied"}
+    try:
+        await claude._user_prompt_submit({**key, "prompt": "go"}, None, None)
+        call = {**key, "tool_name": "Bash", "tool_input": {"command": "rm -rf x"}}
+        out = await claude._pre_tool_use(call, "t1", None)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        # Should Claude ask anyway (its hook answer lost), the approver's allow must not count.
+        answer = await options.can_use_tool(
+            "Bash", {"command": "rm -rf x"}, ToolPermissionContext(tool_use_id="t1")
+        )
+        assert isinstance(answer, PermissionResultDeny)
+        assert "no shell" in answer.message
+        assert asked == []
+    finally:
+        found = stream.conversation("denied")
+        if found is not None:
+            stream._CONVERSATIONS.pop("denied")
             await found.end(None)

@@ -202,6 +202,11 @@ class ClaudeHooks:
             pending = op is not None and op.verdict is not None and op.verdict.pending
             if user is None:  # never installed without one; fail closed all the same
                 return PermissionResultDeny(message="no approver (can_use_tool) is configured")
+            if op is not None and not pending and (op.verdict is None or op.verdict.denied):
+                # Claude asks about a call hookscope denied or never finished deciding (its
+                # PreToolUse answer was lost): the approver must not let it run.
+                reason = op.verdict.message if op.verdict is not None else ""
+                return PermissionResultDeny(message=reason or "hookscope has not allowed this call")
             if len(ops) > 1:  # answering another session's ask would settle the wrong call
                 return PermissionResultDeny(
                     message=f"hookscope cannot tell which session's call {tool_use_id} is "
