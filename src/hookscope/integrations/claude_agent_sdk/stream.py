@@ -21,7 +21,6 @@ from hookscope.integrations.claude_agent_sdk.conversation import Conversation
 __all__ = [
     "conversation",
     "conversation_of",
-    "find_op",
     "find_ops",
     "install",
     "register",
@@ -55,15 +54,6 @@ def conversation_of(op: ToolOp) -> Conversation | None:
     """The conversation ``op`` belongs to."""
     session = op.turn.session
     return next((c for c in _CONVERSATIONS.values() if c.session is session), None)
-
-
-def find_op(tool_use_id: str) -> ToolOp | None:
-    """The call ``tool_use_id`` names, in whichever conversation has it."""
-    for found in _CONVERSATIONS.values():
-        op = found.op(tool_use_id)
-        if op is not None:
-            return op
-    return None
 
 
 def find_ops(tool_use_id: str) -> list[ToolOp]:
