@@ -6,10 +6,14 @@ measurements per tool call, so hookscope keeps them off the hot path:
 
 * counters are pre-aggregated in process (a dict increment) and reported through
   observable instruments when a reader collects;
-* histogram values are queued, each with the OTel context it was measured in (which carries
-  its span), and recorded into the SDK histogram in that context when a reader collects (or
-  when the queue reaches :data:`FLUSH_THRESHOLD`, which bounds memory): exemplars link each
-  value to the span it measured, as if it had been recorded there and then;
+* histogram values are counted into their fixed buckets in process (a bisect and a few
+  additions under a lock, ~0.4 µs), each bucket keeping the span of a value measured in it as
+  its exemplar, and handed to every reader of the provider when it collects, as the metric the
+  SDK's histogram would report (:mod:`hookscope.telemetry._aggregated`); a hook run's
+  duration, recorded per hook per event, costs about 1 µs in all. Where the provider does not
+  allow that (not the SDK's, or a view that reshapes the instrument), values are queued with
+  their context and recorded into the SDK histogram when a reader collects or
+  :data:`FLUSH_THRESHOLD` are queued;
 * attribute dicts are built once per distinct attribute set and reused.
 
 Tool, rule, model, hook and error-type values pass a :class:`CardinalityGuard`: after
