@@ -419,3 +419,37 @@ async def test_a_deadline_ends_a_session_cancelled_and_a_tools_own_timeout_faile
 
 async def _raise(error: BaseException) -> None:
     raise error
+
+
+async def test_a_decision_cancelled_midway_allows_nothing_and_ends_with_its_turn() -> None:
+    started = asyncio.Event()
+
+    @hooks.pre_tool_call_decide
+    async def slow(call: ToolCall) -> HookResult:
+        started.set()
+        await asyncio.Event().wait()  # a person who never answers
+        return HookResult()
+
+    with recording() as rec:
+        gov = governor(rec, slow)
+        session = await gov.open_session()
+        turn = await session.start_turn("x")
+        op = turn.open_tool(ToolCall("rm", {}, id="c"))
+        deciding = asyncio.get_running_loop().create_task(op.decide())
+        await started.wait()
+        deciding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await deciding
+        assert op.verdict is None
+        assert op.phase == "deciding"
+        await session.end()
+    [[_, _, [[_, _, [call]]]]] = tree(rec)
+    # Never allowed: it ends with the turn around it, undecided.
+    assert call == [
+        "execute_tool rm",
+        {
+            "gen_ai.tool.call.id": "c",
+            "hookscope.tool.outcome": "failed",
+            "error.type": "TurnInterrupted",
+        },
+    ]
