@@ -29,9 +29,7 @@ from typing import Any, Final, TypeVar, cast, final
 
 import wrapt
 
-from hookscope.integrations._kit.calls import call_args as _call_args
-from hookscope.integrations._kit.calls import invoker as _invoker
-from hookscope.integrations._kit.calls import run_now as _run_now
+from hookscope.integrations._kit.calls import call_args, invoker, run_now
 from hookscope.runner import HookRunner, ScopeError, SessionScope, ToolOutcome, TurnScope
 from hookscope.types import ChatResponse, HookResult, HookscopeError, ToolCall
 
@@ -45,6 +43,10 @@ _CURRENT_TURN: Final[ContextVar[tuple[HookRunner, TurnScope] | None]] = ContextV
     "hookscope_current_turn", default=None
 )
 _AGENT_METHODS: Final = ("chat", "run")
+# The kit's (:mod:`hookscope.integrations._kit.calls`), under the names adapters import here.
+_run_now = run_now
+_call_args = call_args
+_invoker = invoker
 
 
 class ToolCallDenied(HookscopeError, PermissionError):
