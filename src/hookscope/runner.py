@@ -300,12 +300,30 @@ class HookRunner:
         """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
 
         Scopes skip such a dispatch (its coroutine would only return the event's default).
+        A hook whose gate is shut (``LoggingHook`` on a logger that is off) is no hook here.
         """
-        return not self.notifier.active and not self._table.by_event[event]
+        if self.notifier.active:
+            return False
+        table = self._table
+        if table.gated and not table.holds():
+            table = self._regate(table)
+        return not table.by_event[event]
 
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
-        return tuple(r.name for r in self._table.by_event[event])
+        return tuple(r.name for r in self._table.registered[event])
+
+    def _regate(self, seen: Table) -> Table:
+        """The table with every gate as it is now (a stamp of ``seen`` no longer holds)."""
+        with self._lock:
+            table = self._table
+            if table is not seen:  # replaced meanwhile, with the gates as they were then
+                return table
+            if table.reopened():
+                self._table = table = Table.build(self._entries)
+            else:  # the logging configuration changed, not what it says about these hooks
+                table.restamp()
+            return table
 
     # --- the dispatch loop ---
 
@@ -345,7 +363,16 @@ class HookRunner:
         confirm: Confirm | None = None,
         notifier: Notifier | None = None,
     ) -> Dispatch[R]:
-        registrations = self._table.by_event[event]
+        table = self._table
+        if table.gated:  # a hook's gate (LoggingHook's logger) may have opened or shut
+            stamp = table.stamp  # one gate: its stamp checked inline
+            if (stamp is None or stamp[0].get(stamp[1]) is not stamp[2]) and not table.holds():
+                table = self._regate(table)
+        registrations = table.by_event[event]
+        if registrations and table.narrowed:
+            narrowing = table.narrowed.get(event)
+            if narrowing is not None:  # only the hooks whose matchers admit this tool
+                registrations = narrowing.select(context, data)
         if notifier is None:
             notifier = self.notifier
         observed = notifier.active

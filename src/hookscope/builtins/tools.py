@@ -11,6 +11,7 @@ from typing import Any, Final, Literal, get_args
 
 from opentelemetry import trace
 
+from hookscope._registry import NEVER, Gate, same_events
 from hookscope.builtins._options import positive_int, positive_number, state_key, state_of
 from hookscope.context import OperationContext, SessionContext
 from hookscope.hooks import Hook
@@ -46,6 +47,11 @@ class AllowAll(Hook):
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Allow."""
         return None
+
+    def _hookscope_gate(self) -> Gate | None:
+        """Never open: answering ``None`` is what no hook answers, so the runner lists this
+        hook but never calls it (a subclass that overrides a method is called as usual)."""
+        return NEVER if same_events(self, AllowAll) else None
 
 
 class ToolTiers(Hook):
