@@ -147,40 +147,64 @@ def same_events(hook: object, cls: type) -> bool:
 
 @final
 class ToolNarrowing:
-    """One tool event's hooks, narrowed per tool by the matchers that read only tool names.
+    """One tool event's hooks, narrowed per tool by what depends only on the tool's name.
 
-    A matcher without ``paths`` or ``tiers`` depends on the call's name and server alone, so
-    which of the event's hooks it admits is worked out once per tool and cached: a dispatch
-    then meets only the hooks that will run (the loop still asks every matcher it meets).
+    A matcher without ``paths`` or ``tiers`` reads the call's name and server alone, and so
+    does a hook's ``_hookscope_acts_on(event, call)`` declaration (``ToolTiers``: only
+    confirm-tier tools): which of the event's hooks may act is worked out once per tool and
+    cached, and a dispatch meets only those (the loop still asks every matcher it meets).
     """
 
-    __slots__ = ("_cache", "registrations")
+    __slots__ = ("_cache", "_event", "_filters")
 
     #: Tools remembered per event; names come from the model, so the cache is bounded.
     LIMIT: Final = 512
 
-    def __init__(self, registrations: tuple[Registration, ...]) -> None:
-        self.registrations = registrations
-        self._cache: dict[tuple[str, str | None], tuple[Registration, ...]] = {}
+    def __init__(self, event: HookEvent, registrations: tuple[Registration, ...]) -> None:
+        self._event = event
+        self._filters = tuple((r, _tool_filter(r)) for r in registrations)
+        # Keyed by name, or (name, server) for an MCP tool: all a filter reads.
+        self._cache: dict[str | tuple[str, str], tuple[Registration, ...]] = {}
+
+    @staticmethod
+    def applies(registrations: tuple[Registration, ...]) -> bool:
+        """Whether some of ``registrations`` can be narrowed by tool name."""
+        return any(_tool_filter(r) is not None for r in registrations)
 
     def select(self, context: Any, data: Any) -> tuple[Registration, ...]:
-        """The registrations the call in ``data`` (or ``context``) may reach."""
+        """The registrations that may act on the call in ``data`` (or ``context``)."""
         kind = type(data)
         if kind is ToolCall:
             call = data
         else:
             call = data.call if kind is ToolResult else _call_of(context, data)
-        key = (call.name, call.server)
+        server = call.server
+        key: str | tuple[str, str] = call.name if server is None else (call.name, server)
         found = self._cache.get(key)
         if found is None:
-            found = tuple(
-                r
-                for r in self.registrations
-                if r.matcher is None or not _names_tools(r.matcher) or r.matcher.matches(call)
-            )
+            event = self._event
+            found = tuple(r for r, acts in self._filters if acts is None or acts(event, call))
             if len(self._cache) < self.LIMIT:
                 self._cache[key] = found
         return found
+
+
+ToolFilter = Callable[[HookEvent, ToolCall], bool]
+
+
+def _tool_filter(registration: Registration) -> ToolFilter | None:
+    """What tells, from a call's name alone, whether the registration's hook may act on it."""
+    matcher = registration.matcher
+    names = matcher is not None and _names_tools(matcher)
+    declared = getattr(registration.hook, "_hookscope_acts_on", None)
+    if not callable(declared):
+        declared = None
+    if not names:
+        return declared
+    assert matcher is not None
+    if declared is None:
+        return lambda event, call: matcher.matches(call)
+    return lambda event, call: matcher.matches(call) and bool(declared(event, call))
 
 
 def _call_of(context: Any, data: Any) -> ToolCall:
@@ -234,9 +258,9 @@ class Table:
         self.stamp: Stamp | None = None  # the one stamp, checked inline by the runner
         self.restamp()
         self.narrowed: dict[HookEvent, ToolNarrowing] = {
-            event: ToolNarrowing(by_event[event])
+            event: ToolNarrowing(event, by_event[event])
             for event in _TOOL_EVENTS
-            if any(_names_tools(r.matcher) for r in by_event[event])
+            if ToolNarrowing.applies(by_event[event])
         }
 
     def holds(self) -> bool:
