@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from hookscope._registry import same_events
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
@@ -214,9 +214,12 @@ class LoggerGate:
         if not was_open and logger.disabled is True:
             return vars(logger), "disabled", True
         cache = getattr(logger, "_cache", None)  # CPython's; without it, ask every time
-        if not isinstance(cache, dict):
-            return {}, None, True
+        if not isinstance(cache, dict) or type(logger).isEnabledFor is not _IS_ENABLED_FOR:
+            return {}, None, True  # never holds: a logger class of its own answers itself
         return cache, self._level, was_open
+
+
+_IS_ENABLED_FOR: Final = logging.Logger.isEnabledFor
 
 
 def _level(level: object) -> int:
