@@ -296,3 +296,57 @@ async def test_declarations_of_other_hooks_are_asked_once_per_tool() -> None:
         allowed = [(await turn.call_tool(ToolCall(n, {}), _tool)).allowed for n in names]
     assert allowed == [True, False, True, False]
     assert asked == [("pre_tool_call", "ls"), ("pre_tool_call", "rm")]  # once per tool
+
+
+async def test_an_observer_is_told_of_the_dispatch_starts_it_declares_and_no_other() -> None:
+    class Starts(DispatchObserver):
+        def __init__(self, events: frozenset[str] | None) -> None:
+            self._hookscope_started_events = events
+            self.started: list[str] = []
+            self.finished: list[str] = []
+
+        def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
+            self.started.append(event)
+
+        def dispatch_finished(self, event: HookEvent, *args: Any) -> None:
+            self.finished.append(event)
+
+    picky, every = Starts(frozenset({"pre_tool_call"})), Starts(None)
+    for observers in ([picky], [picky, every]):
+        picky.started.clear()
+        every.started.clear()
+        await _one_session(HookRunner(observers))
+        assert picky.started == ["pre_tool_call"]
+        assert picky.finished[-4:] == [
+            "pre_tool_call",
+            "post_tool_call",
+            "post_turn",
+            "on_session_end",
+        ]
+    assert every.started == [
+        "on_session_start",
+        "pre_turn",
+        "pre_tool_call",
+        "post_tool_call",
+        "post_turn",
+        "on_session_end",
+    ]
+
+
+async def test_otel_hook_starts_only_model_events_unless_a_subclass_overrides_it() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from hookscope.telemetry import OTelHook
+
+    started: list[str] = []
+
+    class Mine(OTelHook):
+        def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
+            started.append(event)
+            super().dispatch_started(event, context, data)
+
+    assert OTelHook(tracer_provider=TracerProvider())._hookscope_started_events == frozenset(
+        {"pre_llm_request", "on_llm_response"}
+    )
+    await _one_session(HookRunner([Mine(tracer_provider=TracerProvider())]))
+    assert started[:3] == ["on_session_start", "pre_turn", "pre_tool_call"]

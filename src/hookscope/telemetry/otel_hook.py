@@ -68,6 +68,8 @@ LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
+#: The events whose start OTelHook acts on: a model call's span opens or becomes current.
+_STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
 
 
 @final
@@ -391,6 +393,14 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 session.tool_errors += 1
 
     # --- dispatches ---
+
+    @property
+    def _hookscope_started_events(self) -> frozenset[str] | None:
+        """The events :meth:`dispatch_started` acts on, so the notifier calls it for no other
+        (every event for a subclass that overrides it)."""
+        if type(self).dispatch_started is OTelHook.dispatch_started:
+            return _STARTED_EVENTS
+        return None
 
     def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
         if event == "pre_llm_request":
