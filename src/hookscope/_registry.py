@@ -155,7 +155,7 @@ class ToolNarrowing:
     cached, and a dispatch meets only those (the loop still asks every matcher it meets).
     """
 
-    __slots__ = ("_cache", "_event", "_filters")
+    __slots__ = ("_event", "_filters", "cache")
 
     #: Tools remembered per event; names come from the model, so the cache is bounded.
     LIMIT: Final = 512
@@ -163,29 +163,33 @@ class ToolNarrowing:
     def __init__(self, event: HookEvent, registrations: tuple[Registration, ...]) -> None:
         self._event = event
         self._filters = tuple((r, _tool_filter(r)) for r in registrations)
-        # Keyed by name, or (name, server) for an MCP tool: all a filter reads.
-        self._cache: dict[str | tuple[str, str], tuple[Registration, ...]] = {}
+        #: What :meth:`select` found, by :meth:`key`: the runner reads it inline.
+        self.cache: dict[str | tuple[str, str], tuple[Registration, ...]] = {}
 
     @staticmethod
     def applies(registrations: tuple[Registration, ...]) -> bool:
         """Whether some of ``registrations`` can be narrowed by tool name."""
         return any(_tool_filter(r) is not None for r in registrations)
 
-    def select(self, context: Any, data: Any) -> tuple[Registration, ...]:
-        """The registrations that may act on the call in ``data`` (or ``context``)."""
-        kind = type(data)
-        if kind is ToolCall:
-            call = data
-        else:
-            call = data.call if kind is ToolResult else _call_of(context, data)
+    def call_of(self, context: Any, data: Any) -> ToolCall:
+        """The call the dispatch of ``data`` in ``context`` concerns, as matchers read it."""
+        return data if type(data) is ToolCall else _call_of(context, data)
+
+    @staticmethod
+    def key(call: ToolCall) -> str | tuple[str, str]:
+        """The cache key of ``call``: its name, or (name, server) for an MCP tool."""
         server = call.server
-        key: str | tuple[str, str] = call.name if server is None else (call.name, server)
-        found = self._cache.get(key)
+        return call.name if server is None else (call.name, server)
+
+    def select(self, call: ToolCall) -> tuple[Registration, ...]:
+        """The registrations that may act on ``call`` (remembered per tool)."""
+        key = self.key(call)
+        found = self.cache.get(key)
         if found is None:
             event = self._event
             found = tuple(r for r, acts in self._filters if acts is None or acts(event, call))
-            if len(self._cache) < self.LIMIT:
-                self._cache[key] = found
+            if len(self.cache) < self.LIMIT:
+                self.cache[key] = found
         return found
 
 

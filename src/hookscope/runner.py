@@ -371,8 +371,11 @@ class HookRunner:
         registrations = table.by_event[event]
         if registrations and table.narrowed:
             narrowing = table.narrowed.get(event)
-            if narrowing is not None:  # only the hooks whose matchers admit this tool
-                registrations = narrowing.select(context, data)
+            if narrowing is not None:  # only the hooks that may act on this tool
+                call = data if type(data) is ToolCall else narrowing.call_of(context, data)
+                server = call.server  # the key, inlined (ToolNarrowing.key): once per call
+                found = narrowing.cache.get(call.name if server is None else (call.name, server))
+                registrations = found if found is not None else narrowing.select(call)
         if notifier is None:
             notifier = self.notifier
         observed = notifier.active
