@@ -300,6 +300,8 @@ async def test_declarations_of_other_hooks_are_asked_once_per_tool() -> None:
 
 async def test_an_observer_is_told_of_the_dispatch_starts_it_declares_and_no_other() -> None:
     class Starts(DispatchObserver):
+        _hookscope_started_events: frozenset[str] | None = None  # declared by the class
+
         def __init__(self, events: frozenset[str] | None) -> None:
             self._hookscope_started_events = events
             self.started: list[str] = []

@@ -144,9 +144,9 @@ class Notifier:
         "_one",
         "_scope_ended",
         "_scope_started",
-        "_started_for",
         "active",
         "observers",
+        "starts",
     )
 
     def __init__(self, observers: Sequence[object] = ()) -> None:
@@ -179,7 +179,8 @@ class Notifier:
         self._failed: set[int] = set()
         # dispatch_started per event: an observer may declare the events it acts on there
         # (OTelHook: model events only), and is not called for the others.
-        self._started_for: dict[str, tuple[Callback, ...]] = {
+        #: Who is told of each event's start: a dispatch whose event nobody wants skips the call.
+        self.starts: dict[str, tuple[Callback, ...]] = {
             event: tuple(
                 m
                 for o, m in zip(started_by, self._dispatch_started, strict=True)
@@ -224,7 +225,7 @@ class Notifier:
 
     def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
         """``event`` is about to run its hooks on ``data``."""
-        callbacks = self._started_for.get(event, self._dispatch_started)
+        callbacks = self.starts.get(event, self._dispatch_started)
         if not callbacks:
             return
         if len(callbacks) == 1:
@@ -301,9 +302,12 @@ class Notifier:
 
 def _acts_on_start(observer: object, event: str) -> bool:
     """Whether ``observer``'s ``dispatch_started`` wants ``event``: every event, unless it
-    declares the ones it acts on (``_hookscope_started_events``, a collection of names)."""
+    declares the ones it acts on (``_hookscope_started_events``, a set of names; anything
+    else, such as what an object answering every attribute returns, declares nothing)."""
+    if not hasattr(type(observer), "_hookscope_started_events"):  # declared by its class
+        return True
     events = getattr(observer, "_hookscope_started_events", None)
-    return events is None or event in events
+    return not isinstance(events, (set, frozenset)) or event in events
 
 
 def verdict_of(value: Any) -> str:

@@ -134,8 +134,10 @@ NEVER: Final = _Never()
 
 def gate_of(hook: object) -> Gate | None:
     """The gate ``hook`` declares, if any."""
-    declare = getattr(hook, "_hookscope_gate", None)
-    return declare() if callable(declare) else None
+    if not callable(getattr(type(hook), "_hookscope_gate", None)):  # declared by its class
+        return None
+    gate: Gate | None = hook._hookscope_gate()  # type: ignore[attr-defined]
+    return gate
 
 
 def same_events(hook: object, cls: type) -> bool:
@@ -200,9 +202,10 @@ def _tool_filter(registration: Registration) -> ToolFilter | None:
     """What tells, from a call's name alone, whether the registration's hook may act on it."""
     matcher = registration.matcher
     names = matcher is not None and _names_tools(matcher)
-    declared = getattr(registration.hook, "_hookscope_acts_on", None)
-    if not callable(declared):
-        declared = None
+    hook = registration.hook
+    declared = None
+    if callable(getattr(type(hook), "_hookscope_acts_on", None)):  # declared by its class
+        declared = hook._hookscope_acts_on  # type: ignore[attr-defined]
     if not names:
         return declared
     assert matcher is not None

@@ -381,7 +381,7 @@ class HookRunner:
         observed = notifier.active
         if not observed and not registrations:
             return Dispatch(rule.default, data, None)
-        if observed:
+        if observed and notifier.starts[event]:  # OTelHook wants model events only
             notifier.dispatch_started(event, context, data)
         fold: Dispatch[R] = Dispatch(rule.default, data, None)  # folded into, handed back
         decided_by: str | None = None
