@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "hookscope needs Python >= 3.10"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[cli,prometheus,test,lint,bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[cli,prometheus,test,lint,bench,openai-agents]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 demo: $(STAMP)
@@ -26,6 +26,7 @@ test: $(STAMP) debian-deps
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/compare_antigravity_otel.py
+	$(PY) bench/compare_openai_agents.py
 	$(PY) bench/compare_claude_openinference.py
 
 lint: $(STAMP)

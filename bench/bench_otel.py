@@ -57,6 +57,7 @@ import asyncio
 import cProfile
 import gc
 import importlib.metadata
+import json
 import os
 import platform
 import pstats
@@ -373,6 +374,16 @@ class _RawOtel:
                     sc.SESSION_TOOL_CALLS: len(self.calls),
                     sc.SESSION_DENIED_CALLS: 0,
                     sc.SESSION_TOOL_ERRORS: 0,
+                    sc.METADATA: json.dumps(
+                        {
+                            sc.META_OUTCOME: "completed",
+                            sc.META_TURNS: 1,
+                            sc.META_TOOL_CALLS: len(self.calls),
+                            sc.META_DENIED_CALLS: 0,
+                            sc.META_TOOL_ERRORS: 0,
+                        },
+                        sort_keys=True,
+                    ),
                 }
             )
             self.active.add(-1, {sc.GEN_AI_AGENT_NAME: agent})
@@ -400,6 +411,7 @@ class _RawOtel:
                 await self._tool_call(agent, session_id, call)
             span.add_event(sc.EVENT_NAMES["post_turn"])
             span.set_attribute(sc.TURN_OUTCOME, "completed")
+            span.set_attribute(sc.METADATA, json.dumps({sc.META_OUTCOME: "completed"}))
             outcome = {sc.GEN_AI_AGENT_NAME: agent, sc.TURN_OUTCOME: "completed"}
             self.turns.add(1, outcome)
             self.turn_duration.record(perf_counter() - started, outcome)
@@ -435,7 +447,12 @@ class _RawOtel:
             executed = perf_counter() - started
             await self._hooks(agent, "post_tool_call", self.post_hooks, value)
             span.add_event(sc.EVENT_NAMES["post_tool_call"])
-            span.set_attribute(sc.TOOL_OUTCOME, sc.TOOL_SUCCEEDED)
+            span.set_attributes(
+                {
+                    sc.TOOL_OUTCOME: sc.TOOL_SUCCEEDED,
+                    sc.METADATA: json.dumps({sc.META_OUTCOME: sc.TOOL_SUCCEEDED}),
+                }
+            )
             outcome = {
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.GEN_AI_TOOL_NAME: call.name,
@@ -459,7 +476,12 @@ class _RawOtel:
             await hook(data)
             self.hook_duration.record(
                 perf_counter() - started,
-                {sc.GEN_AI_AGENT_NAME: agent, sc.HOOK_NAME: name, sc.HOOK_EVENT: event},
+                {
+                    sc.GEN_AI_AGENT_NAME: agent,
+                    sc.HOOK_NAME: name,
+                    sc.HOOK_EVENT: event,
+                    sc.HOOK_TYPE: sc.HOOK_TYPE_PYTHON,
+                },
             )
 
 

@@ -2,6 +2,7 @@
 # Install the Debian packages the end-to-end telemetry tests start for real:
 #   prometheus              -> prometheus, promtool
 #   prometheus-alertmanager -> prometheus-alertmanager, amtool
+#   jq                      -> jq (the shell-style Claude Code hook scripts, tests/engine)
 # Idempotent: installs only what is missing, and refreshes the package lists at most once.
 # Runs without a terminal (CI has no stdin); needs root, or sudo without a password.
 # Exit status: 0 installed (or already there), 2 cannot install here (no apt-get, not root),
@@ -12,6 +13,7 @@ set -euo pipefail
 wanted=(
     prometheus:prometheus prometheus:promtool
     prometheus-alertmanager:prometheus-alertmanager prometheus-alertmanager:amtool
+    jq:jq
 )
 
 missing=()
@@ -23,7 +25,7 @@ for entry in "${wanted[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-    echo "install-debian-deps: already installed: prometheus prometheus-alertmanager"
+    echo "install-debian-deps: already installed: prometheus prometheus-alertmanager jq"
     exit 0
 fi
 

@@ -36,8 +36,16 @@ def file_names(directory: Path) -> list[str]:
 class OtlpHttpReceiver:
     """An OTLP/HTTP endpoint on a loopback port that records every request."""
 
-    def __init__(self, port: int = 0, delay_s: float = 0.0, status: int = 200) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        delay_s: float = 0.0,
+        status: int = 200,
+        statuses: dict[str, int] | None = None,
+    ) -> None:
+        """``statuses``: path → the status it answers (else ``status``)."""
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        by_path = statuses or {}
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,7 +54,7 @@ class OtlpHttpReceiver:
                 headers = {key.lower(): value for key, value in self.headers.items()}
                 receiver.requests.append((self.path, headers, body))
                 sleep(delay_s)  # a slow collector
-                self.send_response(status)
+                self.send_response(by_path.get(self.path, status))
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
                 self.end_headers()

@@ -3,6 +3,7 @@ http/json and logs over real HTTP, clean errors that leave nothing running, mask
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry._logs import LogRecord
+from opentelemetry.sdk.metrics.view import View
 
 from hookscope.telemetry.files import TelemetryFileError, read_logs, read_metrics
 from hookscope.telemetry.setup import TelemetryConfigError, configure
@@ -191,6 +193,9 @@ def test_log_records_go_to_the_embedded_default_and_read_back(tmp_path: Path) ->
     assert record["scope"]["name"] == "hookscope"
 
 
+_SDK_CAPS_VIEWS = "aggregation_cardinality_limit" in inspect.signature(View.__init__).parameters
+
+
 def test_metric_streams_are_capped_by_an_sdk_view_with_the_standard_overflow_point(
     tmp_path: Path,
 ) -> None:
@@ -201,8 +206,13 @@ def test_metric_streams_are_capped_by_an_sdk_view_with_the_standard_overflow_poi
     assert telemetry.shutdown()
     points = [p for p in read_metrics(tmp_path) if p["name"] == "capped"]
     overflow = [p for p in points if p["attributes"] == {"otel.metric.overflow": True}]
-    assert len(points) == 3 + 1
     assert sum(p["value"] for p in points) == 10
+    if not _SDK_CAPS_VIEWS:
+        # OpenTelemetry 1.44 (hookscope's floor, google-adk's pin) has no per-view limit: the
+        # application's own instruments are uncapped there; hookscope's fold to _other.
+        assert (len(points), overflow) == (10, [])
+        return
+    assert len(points) == 3 + 1
     assert len(overflow) == 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,11 +21,15 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 
 from hookscope.cli import main
 from hookscope.demo import DemoAgent
 from hookscope.telemetry import OTelHook
-from hookscope.testing import metric_points
+from hookscope.telemetry.files import iter_spans
+from hookscope.testing import metric_points, recording
 
 from .otel_helpers import attrs
 
@@ -42,7 +47,7 @@ async def test_demo_sessions_produce_the_seeded_decisions_and_recoveries(tmp_pat
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     hook = OTelHook(tracer_provider, MeterProvider(metric_readers=[reader]))
-    result = await DemoAgent(tmp_path, hooks=[hook], seed=7).run(6)
+    result = await DemoAgent(tmp_path, hooks=[hook], seed=7, run_id="r1").run(6)
     tools = Counter(
         (
             s.attributes["gen_ai.tool.name"],  # type: ignore[index]
@@ -53,12 +58,12 @@ async def test_demo_sessions_produce_the_seeded_decisions_and_recoveries(tmp_pat
         if s.name.startswith("execute_tool")
     )
     assert tools == {
-        ("delete_branch", "denied", "github-write"): 2,
+        ("github/delete_branch", "denied", "github-write"): 2,
         ("edit_file", "succeeded", None): 6,
         ("fetch_url", "failed", None): 2,
         ("fetch_url", "recovered", None): 1,
         ("fetch_url", "succeeded", None): 9,
-        ("get_issue", "succeeded", "github-read"): 6,
+        ("github/get_issue", "succeeded", "github-read"): 6,
         ("grep_search", "succeeded", None): 18,
         ("run_command", "denied", "confirm-command"): 6,
         ("run_command", "denied", "no-rm-rf"): 1,
@@ -68,7 +73,7 @@ async def test_demo_sessions_produce_the_seeded_decisions_and_recoveries(tmp_pat
         ("write_to_file", "denied", "workspace_only"): 2,
     }
     assert result.blocked_turns == 2
-    assert {k: len(v) for k, v in result.errors.items() if v} == {"demo-7-0005": 2}
+    assert {k: len(v) for k, v in result.errors.items() if v} == {"demo-coder-r1-0005": 2}
     points = metric_points(reader.get_metrics_data())
     agent = {"gen_ai__agent__name": "demo-coder"}
     assert points["hookscope.sessions"] == {attrs(**agent): 6}
@@ -93,19 +98,67 @@ async def test_demo_workspace_files_stay_inside_the_workspace(tmp_path: Path) ->
     ]
 
 
-def test_view_renders_what_demo_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _session_ids(output: str) -> list[str]:
+    return re.findall(r"^session (\S+)", output, re.MULTILINE)
+
+
+@pytest.mark.parametrize("layout", ["session", "turn"])
+def test_view_renders_what_demo_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
+) -> None:
     directory = str(tmp_path / "telemetry")
-    assert main(["demo", "--sessions", "2", "--seed", "7", "--directory", directory]) == 0
-    demo_output = capsys.readouterr().out
-    assert "session demo-7-0000" in demo_output
+    argv = ["demo", "--sessions", "2", "--seed", "7", "--directory", directory, "--layout", layout]
+    assert main(argv) == 0
+    first, second = _session_ids(capsys.readouterr().out)
+    assert re.fullmatch(r"demo-coder-[0-9a-f]{6}-0000", first)
+    assert second == first[:-1] + "1"
     assert main(["view", directory]) == 0
     view_output = capsys.readouterr().out
-    for expected in ("session demo-7-0000", "session demo-7-0001", "sessions", "tool calls"):
+    assert _session_ids(view_output) == [first, second]
+    for expected in ("sessions", "tool calls", "github/get_issue"):
         assert expected in view_output
-    assert main(["view", directory, "--session", "demo-7-0001"]) == 0
+    assert "github/github/" not in view_output
+    assert main(["view", directory, "--session", second]) == 0
     one = capsys.readouterr().out
-    assert "session demo-7-0001" in one
-    assert "session demo-7-0000" not in one
+    assert _session_ids(one) == [second]
+    assert "turn 1" in one  # turn-layout turns found by their session's id
+
+
+def test_demo_session_ids_are_unique_per_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = []
+    for _ in range(2):
+        assert main(["demo", "--sessions", "1", "--directory", str(tmp_path)]) == 0
+        runs.append(_session_ids(capsys.readouterr().out))
+    assert runs[0] != runs[1]
+
+
+async def test_demo_agents_deny_as_their_temper_says(tmp_path: Path) -> None:
+    shares = {}
+    for agent in ("careful", "demo-coder", "reckless", "stuck"):
+        with recording() as rec:
+            await DemoAgent(tmp_path, hooks=[rec.hook], seed=0, agent=agent).run(10)
+            calls = rec.metric_points()["hookscope.tool.calls"]
+        denied = sum(n for k, n in calls.items() if ("hookscope.tool.outcome", "denied") in k)
+        shares[agent] = round(denied / sum(calls.values()), 3)
+        assert {dict(k)["gen_ai.agent.name"] for k in calls} == {agent}
+    # The alert threshold is 25%: careful stays far under it, reckless far over.
+    assert shares == {"careful": 0.009, "demo-coder": 0.2, "reckless": 0.5, "stuck": 0.656}
+
+
+def test_demo_runs_several_agents_and_rejects_unknown_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--agents", "careful,reckless", "--sessions", "1", "--directory", str(tmp_path)]
+    assert main(argv) == 0
+    ids = _session_ids(capsys.readouterr().out)
+    assert [i.rsplit("-", 2)[0] for i in ids] == ["careful", "reckless"]
+    assert main(["demo", "--agents", "careful,sloppy"]) == 2
+    assert (
+        "argument --agents: choose demo agents from demo-coder, careful, reckless, stuck "
+        "(comma-separated), got 'careful,sloppy'" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize(
@@ -165,11 +218,28 @@ def test_console_script_runs_the_demo(tmp_path: Path) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr
-    assert "session demo-2-0000" in run.stdout
+    (session_id,) = _session_ids(run.stdout)
     assert (tmp_path / ".hookscope" / "traces.jsonl").stat().st_size > 0
     audit = (tmp_path / ".hookscope" / "audit.jsonl").read_text().splitlines()
     assert len(audit) >= 10
-    assert {json.loads(line)["session_id"] for line in audit} == {"demo-2-0000"}
+    assert {json.loads(line)["session_id"] for line in audit} == {session_id}
+
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def _exemplars(body: str, family: str) -> list[tuple[str, str, float]]:
+    """(trace id, span id, bucket upper bound) of every exemplar on ``family``'s buckets."""
+    found = []
+    for parsed in openmetrics_families(body):
+        if parsed.name != family:
+            continue
+        for sample in parsed.samples:
+            if sample.name.endswith("_bucket") and sample.exemplar is not None:
+                ids = sample.exemplar.labels
+                found.append((ids["trace_id"], ids["span_id"], float(sample.labels["le"])))
+                assert sample.exemplar.value <= float(sample.labels["le"])
+    return found
 
 
 def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> None:
@@ -194,8 +264,13 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
         watcher.start()
         try:
             assert serving.wait(timeout=90), "the demo never said it was serving"
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            url = f"http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as reply:
                 body = reply.read().decode()
+            asking = urllib.request.Request(url, headers={"Accept": OPENMETRICS})
+            with urllib.request.urlopen(asking, timeout=10) as reply:
+                assert reply.headers["Content-Type"].startswith("application/openmetrics-text")
+                openmetrics = reply.read().decode()
         finally:
             os.killpg(process.pid, signal.SIGINT)
             try:
@@ -207,6 +282,14 @@ def test_demo_serves_prometheus_metrics_until_interrupted(tmp_path: Path) -> Non
     assert process.returncode == 0
     assert 'hookscope_sessions_total{gen_ai_agent_name="demo-coder"' in body
     assert "hookscope_tool_calls_total{" in body
+    assert " # {" not in body  # the classic text format has no exemplars
+    # OpenMetrics: latency buckets carry the trace and span that measured a value in them,
+    # and those spans are the ones the demo exported.
+    spans = {(s["trace_id"], s["span_id"]) for s in iter_spans(str(tmp_path / ".hookscope"))}
+    for family in ("gen_ai_execute_tool_duration_seconds", "gen_ai_invoke_agent_duration_seconds"):
+        exemplars = _exemplars(openmetrics, family)
+        assert len(exemplars) >= 3, family
+        assert {(trace, span) for trace, span, _ in exemplars} <= spans, family
 
 
 @pytest.mark.parametrize(

@@ -168,5 +168,7 @@ def test_hook_type_must_be_known() -> None:
 
         def pre_tool_call(self, context: Any, call: ToolCall) -> None: ...
 
-    with pytest.raises(ValueError, match="hook_type must be 'python', 'command' or 'prompt'"):
+    with pytest.raises(
+        ValueError, match="hook_type must be 'python', 'command', 'prompt' or 'http'"
+    ):
         HookRunner([Odd()])

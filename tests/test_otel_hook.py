@@ -186,7 +186,7 @@ def _tool_span(
             "hookscope.tool.outcome": outcome,
         },
         "events": [("hookscope.pre_tool_call", policy), *events],
-        "status": "ERROR" if outcome == "failed" else "UNSET",
+        "status": "ERROR" if outcome in ("failed", "denied") else "UNSET",
     }
 
 
@@ -522,7 +522,12 @@ async def test_agent_run_records_the_expected_metric_points(
     }
 
     def decision(
-        name: str, decision: str, outcome: str, rule: str | None = None, bucket: int | None = None
+        name: str,
+        decision: str,
+        outcome: str,
+        rule: str | None = None,
+        bucket: int | None = None,
+        by: str = "PolicyEnforcer",
     ) -> Any:
         extra = (
             {}
@@ -533,18 +538,20 @@ async def test_agent_run_records_the_expected_metric_points(
             gen_ai__tool__name=name,
             hookscope__policy__decision=decision,
             hookscope__policy__outcome=outcome,
+            hookscope__policy__decided_by=by,
             **extra,
             **agent,
         )
 
+    # decided_by names the hook that decided: a denial without a rule is still attributed.
     assert points["hookscope.policy.decisions"] == {
         decision("view_file", "allow", "allowed", "read", 2): 1,
         decision("run_command", "deny", "denied", "no-rm", 0): 1,
-        decision("write_file", "deny", "denied"): 1,
+        decision("write_file", "deny", "denied", by="ReadOnlyPaths"): 1,
         decision("deploy", "ask_user", "allowed", "confirm-deploy", 1): 1,
         decision("fetch", "allow", "allowed"): 1,
-        decision("publish", "ask_user", "allowed"): 1,
-        decision("publish", "ask_user", "denied"): 1,
+        decision("publish", "ask_user", "allowed", by="ConfirmPublish"): 1,
+        decision("publish", "ask_user", "denied", by="ConfirmPublish"): 1,
         decision("grep", "allow", "allowed"): 2,
         decision("run_tests", "allow", "allowed"): 1,
         decision("watch", "allow", "allowed"): 1,
@@ -639,6 +646,7 @@ async def test_agent_run_records_the_expected_metric_points(
             attrs(
                 hookscope__hook__name="PolicyEnforcer",
                 hookscope__hook__event="pre_tool_call",
+                hookscope__hook__type="python",
                 **agent,
             )
         ]
@@ -646,13 +654,23 @@ async def test_agent_run_records_the_expected_metric_points(
     )
     assert (
         hook_calls[
-            attrs(hookscope__hook__name="rate_limit", hookscope__hook__event="pre_turn", **agent)
+            attrs(
+                hookscope__hook__name="rate_limit",
+                hookscope__hook__event="pre_turn",
+                hookscope__hook__type="python",
+                **agent,
+            )
         ]
         == 3
     )
     assert (
         hook_calls[
-            attrs(hookscope__hook__name="Recover", hookscope__hook__event="on_tool_error", **agent)
+            attrs(
+                hookscope__hook__name="Recover",
+                hookscope__hook__event="on_tool_error",
+                hookscope__hook__type="python",
+                **agent,
+            )
         ]
         == 2
     )
@@ -795,6 +813,7 @@ async def test_overflowing_tool_and_rule_names_keep_the_agent_and_the_outcome() 
                     hookscope__policy__outcome="denied",
                     hookscope__policy__rule="_other",
                     hookscope__policy__bucket=0,
+                    hookscope__policy__decided_by="PolicyEnforcer",
                 )
             ]
             == 2
@@ -884,9 +903,11 @@ async def test_histogram_values_carry_exemplars_of_the_span_they_measured(
     tools = sorted(s.context.span_id for s in spans if s.name == "execute_tool t")
     (turn_span,) = [s for s in spans if s.name == "invoke_agent agent"]
     assert exemplars["gen_ai.invoke_agent.duration"] == [turn_span.context.span_id]
-    # One exemplar per bucket: both calls fall in the same one, which keeps one of them.
-    (tool_exemplar,) = exemplars["gen_ai.execute_tool.duration"]
-    assert tool_exemplar in tools
+    # One exemplar per bucket: both calls fall in the same one, which keeps one of them (on a
+    # loaded machine one call may take longer and land in the next bucket, with its own).
+    tool_exemplars = exemplars["gen_ai.execute_tool.duration"]
+    assert 1 <= len(tool_exemplars) <= 2
+    assert set(tool_exemplars) <= set(tools)
 
 
 async def test_a_tool_duration_is_its_span_duration(otel_hook: OTelHook, rec: Recording) -> None:

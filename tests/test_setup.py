@@ -321,7 +321,11 @@ def test_failed_exports_are_logged_once_and_counted(
     # configuration's records.
     ours = [r.getMessage() for r in caplog.records if url in r.getMessage()]
     assert len(ours) == 1
-    assert ours[0].startswith(f"hookscope: exporting traces to {url} (OTLP http/protobuf) failed;")
+    assert ours[0].startswith(
+        f"hookscope: exporting traces to {url} (OTLP http/protobuf) failed (HTTP 400: the "
+        "endpoint is up and refused the batch); the agent is unaffected but traces are dropped "
+        "until it recovers. Check the endpoint's URL path, headers and credentials."
+    )
     sdk = [
         r.getMessage()
         for r in caplog.records
@@ -330,7 +334,46 @@ def test_failed_exports_are_logged_once_and_counted(
     ]
     # hookscope filters no other library's logger: the SDK's exporter reports each batch it
     # was given (the breaker is what limits how many it is given).
-    assert sdk == ["Failed to export spans batch code: 400, reason: Bad Request"] * 3
+    # (OpenTelemetry 1.44, hookscope's floor, says "span batch"; 1.45 "spans batch".)
+    assert len(sdk) == 3
+    assert {m.replace("spans batch", "span batch") for m in sdk} == {
+        "Failed to export span batch code: 400, reason: Bad Request"
+    }
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "http/json"])
+@pytest.mark.parametrize("code", [404, 405, 501])
+def test_an_endpoint_that_takes_no_metrics_is_named_as_such_not_as_down(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    protocol: str,
+    code: int,
+) -> None:
+    # A traces-only backend (Phoenix answers 405 on /v1/metrics): up, and taking traces.
+    with OtlpHttpReceiver(statuses={"/v1/metrics": code}) as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
+        caplog.set_level(logging.WARNING)
+        telemetry = configure(directory=tmp_path, set_global=False)
+        telemetry.tracer_provider.get_tracer("t").start_span("kept").end()
+        telemetry.meter_provider.get_meter("m").create_counter("c").add(1)
+        telemetry.force_flush()
+        assert telemetry.shutdown()
+    paths = sorted({path for path, _, _ in receiver.requests})
+    assert paths == ["/v1/metrics", "/v1/traces"]
+    url = f"{receiver.url}/v1/metrics"
+    # hookscope's own line, once (the exporters log each refused batch their own way).
+    ours = [m for r in caplog.records if (m := r.getMessage()).startswith(f"hookscope: {url}")]
+    assert ours == [
+        f"hookscope: {url} (OTLP {protocol}) takes no metrics (HTTP {code}): the endpoint is up "
+        "but has no metrics route, as traces-only backends (Phoenix, Jaeger) have none for "
+        "metrics. Set OTEL_METRICS_EXPORTER=none to stop sending them; until then they are "
+        "dropped, counted in hookscope.telemetry.export.failures (items in "
+        "hookscope.telemetry.export.dropped), not logged."
+    ]
+    assert not [r for r in caplog.records if "/v1/traces" in r.getMessage()]
 
 
 def test_a_refused_endpoint_fails_at_the_probe_and_the_exporter_never_runs(

@@ -16,6 +16,7 @@ from hookscope.runner import DispatchObserver, HookRunner, ScopeError, ToolOutco
 from hookscope.types import (
     Answer,
     ChatResponse,
+    Continuation,
     HookResult,
     HookscopeError,
     LlmRequest,
@@ -38,6 +39,7 @@ __all__ = [
     "Answer",
     "ChatResponse",
     "ContentCapture",
+    "Continuation",
     "DispatchObserver",
     "Hook",
     "HookContext",

@@ -236,13 +236,31 @@ class _PreTurnRule(Rule[HookResult]):
 
 class _PostTurnRule(Rule[HookResult | None]):
     """Every hook runs (an inspect event: failures are ignored). A hook that returns
-    ``HookResult.deny(message)`` asks the agent not to stop yet but to go on with ``message``
-    (Claude Code's ``Stop`` block); the first such request is the result. Other values are
-    ignored, as post_turn hooks were only ever expected to return ``None``."""
+    :meth:`HookResult.continue_with` (or ``HookResult.deny(message)``) asks the agent not to
+    stop yet but to go on with that text (Claude Code's ``Stop`` block); several requests are
+    joined in order. Other values are ignored, as post_turn hooks were only ever expected to
+    return ``None``."""
 
     def step(self, fold: Fold, value: Any) -> int:
-        if type(value) is HookResult and not value.allow and fold.result is None:
-            fold.result = value
+        if type(value) is HookResult and not value.allow:
+            previous: HookResult | None = fold.result
+            text = value.continuation or value.message
+            if previous is not None:
+                text = f"{previous.message}\n\n{text}"
+            fold.result = HookResult.continue_with(text)
+            return TENTATIVE
+        return GO_ON
+
+
+class _PostToolCallRule(Rule[HookResult | None]):
+    """Every hook runs; a ``HookResult.deny(reason)`` cannot undo the call, but its reason is
+    feedback for the model (Claude Code's PostToolUse ``decision: block``), joined in order."""
+
+    def step(self, fold: Fold, value: Any) -> int:
+        if type(value) is HookResult and not value.allow and value.message:
+            previous: HookResult | None = fold.result
+            text = value.message if previous is None else f"{previous.message}\n\n{value.message}"
+            fold.result = HookResult.deny(text)
             return TENTATIVE
         return GO_ON
 
@@ -437,6 +455,7 @@ class _PreCompactionRule(Rule[str | None]):
 _INSPECT: Final = Rule[None]()
 PRE_TURN: Final = _PreTurnRule()
 POST_TURN: Final = _PostTurnRule()
+POST_TOOL_CALL: Final = _PostToolCallRule()
 PRE_TOOL_CALL: Final = _PreToolCallRule()
 PRE_LLM_REQUEST: Final = _PreLlmRequestRule()
 ON_LLM_RESPONSE: Final = _OnLlmResponseRule()
@@ -453,7 +472,7 @@ RULES: Final[dict[HookEvent, Rule[Any]]] = {
     "pre_llm_request": PRE_LLM_REQUEST,
     "on_llm_response": ON_LLM_RESPONSE,
     "pre_tool_call": PRE_TOOL_CALL,
-    "post_tool_call": _INSPECT,
+    "post_tool_call": POST_TOOL_CALL,
     "on_tool_error": ON_TOOL_ERROR,
     "on_interaction": ON_INTERACTION,
     "pre_compaction": PRE_COMPACTION,

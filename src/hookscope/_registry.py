@@ -60,11 +60,13 @@ class Registration:
         "direct",
         "fail_open",
         "failed_before",
+        "group",
         "hook",
         "hook_type",
         "is_async",
         "matcher",
         "name",
+        "once_key",
         "timeout",
         "traced",
     )
@@ -87,6 +89,11 @@ class Registration:
         #: Called inline by the loop: no timeout to enforce, no run to report.
         self.direct = not self.traced and self.timeout is None
         self.failed_before = False  # log a hook's first failure in full, later ones briefly
+        #: Hooks next to each other that share a ``parallel_group`` run concurrently and have
+        #: their verdicts merged (a Claude Code settings file's hooks of one event).
+        self.group: object | None = getattr(hook, "parallel_group", None)
+        #: Within a group, hooks with the same key run once per dispatch (identical commands).
+        self.once_key: object | None = getattr(hook, "dedupe_key", None)
 
 
 _TOOL_EVENTS: Final[tuple[HookEvent, ...]] = tuple(e for e in EVENTS if e in TOOL_EVENTS)
@@ -347,9 +354,10 @@ def _options(hook: object, name: str) -> tuple[float | None, bool, HookMatcher |
     except ValueError as error:
         raise ValueError(f"hook {name!r}: {error}") from None
     hook_type = getattr(hook, "hook_type", "python")
-    if hook_type not in ("python", "command", "prompt"):
+    if hook_type not in ("python", "command", "prompt", "http"):
         raise ValueError(
-            f"hook {name!r}: hook_type must be 'python', 'command' or 'prompt', got {hook_type!r}"
+            f"hook {name!r}: hook_type must be 'python', 'command', 'prompt' or 'http', "
+            f"got {hook_type!r}"
         )
     return (None if timeout is None else float(timeout)), fail_open, matcher, hook_type
 

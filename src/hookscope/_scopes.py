@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, final
 from hookscope._events import ALLOW, freeze_call
 from hookscope.context import OperationContext, SessionContext, TurnContext, TurnOutcome
 from hookscope.types import (
+    MAX_CONTINUATIONS,
     Answer,
     ChatResponse,
+    Continuation,
     HookResult,
     HookscopeError,
     LlmRequest,
@@ -36,7 +39,24 @@ if TYPE_CHECKING:
     # The runner creates scopes and scopes call back into it: a cycle only for the checker.
     from hookscope.runner import HookRunner
 
-__all__ = ["ScopeError", "SessionScope", "ToolOutcome", "TurnScope"]
+__all__ = [
+    "PROMPT_ID_KEY",
+    "TOOL_DURATION_KEY",
+    "ScopeError",
+    "SessionScope",
+    "ToolOutcome",
+    "TurnScope",
+]
+
+logger = logging.getLogger("hookscope")
+
+#: The operation-context key holding how long a tool ran before it raised (seconds), for
+#: ``on_tool_error`` hooks (Claude Code's PostToolUseFailure ``duration_ms``).
+TOOL_DURATION_KEY: Final = "hookscope.tool_duration_s"
+
+#: The turn-context key under which the id of the user prompt a turn answers is kept
+#: (Claude Code's ``prompt_id``; continuing turns keep their prompt's id).
+PROMPT_ID_KEY: Final = "hookscope.prompt_id"
 
 
 class ScopeError(HookscopeError, RuntimeError):
@@ -78,6 +98,8 @@ class ToolOutcome:
         message: The denial message (for the model) or the recovery's note.
         decision: The policy decision behind the verdict, when a PolicyEnforcer made one.
         decided_by: The hook that denied or recovered the call.
+        feedback: What ``post_tool_call`` hooks want the model to read with the result
+            (Claude Code's PostToolUse ``decision: block`` reason); empty when none.
     """
 
     allowed: bool
@@ -88,6 +110,7 @@ class ToolOutcome:
     message: str = ""
     decision: PolicyDecision | None = None
     decided_by: str | None = None
+    feedback: str = ""
 
 
 _OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
@@ -164,6 +187,22 @@ class SessionScope:
         return TurnScope(self._runner, turn)
 
 
+def _continuation(context: TurnContext, asked: HookResult | None) -> Continuation | None:
+    if asked is None or asked.allow:
+        return None
+    if context.continues >= MAX_CONTINUATIONS:
+        logger.warning(
+            "turn %d of session %s: post_turn hooks asked to continue %d times in a row; "
+            "ending the turn",
+            context.turn_index,
+            context.session_id,
+            context.continues + 1,
+        )
+        return None
+    prompt_id = getattr(context.prompt, "prompt_id", "") or str(context.get(PROMPT_ID_KEY, ""))
+    return Continuation(asked.continuation or asked.message, context.continues + 1, prompt_id)
+
+
 @final
 class TurnScope:
     """One turn; use as ``async with session.turn(prompt) as turn``.
@@ -173,7 +212,7 @@ class TurnScope:
     given to :meth:`respond`.
     """
 
-    __slots__ = ("_response", "_runner", "_state", "context", "result")
+    __slots__ = ("_response", "_runner", "_state", "context", "continuation", "result")
 
     def __init__(self, runner: HookRunner, context: TurnContext) -> None:
         self._runner = runner
@@ -182,6 +221,15 @@ class TurnScope:
         self.context = context
         #: The ``pre_turn`` verdict; set when the turn is entered.
         self.result: HookResult = ALLOW
+        #: Set when the turn ended and a ``post_turn`` hook asked the agent to go on: the
+        #: next prompt (``session.turn(turn.continuation)``). ``None`` otherwise, and after
+        #: :data:`~hookscope.types.MAX_CONTINUATIONS` continuations in a row.
+        self.continuation: Continuation | None = None
+
+    @property
+    def context_additions(self) -> list[str]:
+        """Text hooks asked to add to the model's context in this turn (adapters pass it on)."""
+        return self.context.context_additions
 
     @property
     def allowed(self) -> bool:
@@ -216,10 +264,13 @@ class TurnScope:
             runner = self._runner
             if not runner.idle("post_turn"):
                 try:
-                    await runner.dispatch_post_turn(self.context, self._response or _NO_RESPONSE)
+                    asked = await runner.dispatch_post_turn(
+                        self.context, self._response or _NO_RESPONSE
+                    )
                 except BaseException as error:
                     self._close(ended_by(error), error)
                     raise
+                self.continuation = _continuation(self.context, asked)
             self._close("completed", None)
 
     def _close(self, outcome: TurnOutcome, error: BaseException | None) -> None:
@@ -344,6 +395,7 @@ async def run_tool(
         if value is not None and is_awaitable(value):
             value = await value
     except Exception as error:
+        operation.set(TOOL_DURATION_KEY, perf_counter() - started)
         recovered = await runner.dispatch("on_tool_error", operation, error)
         recovery = recovered.result
         if recovery is None:
@@ -359,11 +411,12 @@ async def run_tool(
             decided_by=recovered.decided_by,
         )
     result = ToolResult(effective, value, perf_counter() - started)
-    await runner.dispatch("post_tool_call", operation, result)
+    posted = await runner.dispatch("post_tool_call", operation, result)
     return ToolOutcome(
         allowed=True,
         call=effective,
         value=value,
         decision=verdict.decision,
         decided_by=decided.decided_by,
+        feedback=posted.result.message if posted.result is not None else "",
     )

@@ -104,6 +104,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "--serve", action="store_true", help="with --prometheus-port: keep serving until Ctrl-C"
     )
     demo.add_argument(
+        "--agents",
+        type=_agents,
+        default=("demo-coder",),
+        metavar="A,B",
+        help="demo agents to run, each its --sessions: demo-coder, careful (denies ~2%% of its "
+        "calls), reckless (~50%%: HookscopeDeniedCallRateHigh), stuck (retries a refused "
+        "command: HookscopeDenyStorm too) (demo-coder)",
+    )
+    demo.add_argument(
+        "--duration",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="spread the sessions over this long, so alert windows see traffic over time (0)",
+    )
+    demo.add_argument(
         "--layout", choices=("session", "turn"), default="session", help="trace layout (session)"
     )
     demo.add_argument(
@@ -137,6 +153,18 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return value
+
+
+def _agents(text: str) -> tuple[str, ...]:
+    from hookscope.demo.agent import TEMPERS  # no rich or OTel SDK: the agent module is light
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in TEMPERS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"choose demo agents from {', '.join(TEMPERS)} (comma-separated), got {text!r}"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _port(text: str) -> int:

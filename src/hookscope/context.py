@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final, Literal, final
 
-from hookscope.types import ToolCall
+from hookscope.types import Continuation, ToolCall
 
 __all__ = [
     "NEST_SESSION_KEY",
@@ -119,6 +119,7 @@ class SessionContext(HookContext):
 
     __slots__ = (
         "agent_name",
+        "context_additions",
         "conversation_id",
         "outcome",
         "provider",
@@ -140,6 +141,9 @@ class SessionContext(HookContext):
         self.conversation_id: str | None = None
         #: ``None`` while the session runs; how it ended afterwards.
         self.outcome: SessionOutcome | None = None
+        #: Text hooks asked to add to the model's context for the whole session (Claude Code's
+        #: SessionStart output); adapters that can pass it to the model do.
+        self.context_additions: list[str] = []
 
     def __repr__(self) -> str:
         return f"SessionContext(session_id={self.session_id!r}, agent_name={self.agent_name!r})"
@@ -155,7 +159,7 @@ class TurnContext(HookContext):
         prompt: The prompt that started the turn.
     """
 
-    __slots__ = ("outcome", "prompt", "session", "turn_index")
+    __slots__ = ("context_additions", "continues", "outcome", "prompt", "session", "turn_index")
 
     def __init__(self, session: SessionContext, turn_index: int, prompt: Any = None) -> None:
         self._parent = session  # HookContext.__init__, inlined (see SessionContext)
@@ -165,6 +169,12 @@ class TurnContext(HookContext):
         self.prompt = prompt
         #: ``None`` while the turn runs; how it ended afterwards.
         self.outcome: TurnOutcome | None = None
+        #: Text hooks asked to add to the model's context during this turn (Claude Code's
+        #: ``additionalContext``, ``systemMessage``, a PostToolUse block's reason …).
+        self.context_additions: list[str] = []
+        #: 0 for a turn the user started; n for the n-th turn in a row that continues it
+        #: because a ``post_turn`` hook asked to (:attr:`HookResult.continuation`).
+        self.continues = prompt.depth if isinstance(prompt, Continuation) else 0
 
     @property
     def session_id(self) -> str:

@@ -37,10 +37,21 @@ TOOL_EVENTS: Final = frozenset({"pre_tool_call", "post_tool_call", "on_tool_erro
 # A pattern made only of these characters is a list of names (``Edit|Write``, ``github/*``),
 # not a regular expression: names compare exactly, which is both faster and what users mean.
 _PLAIN_NAMES: Final = re.compile(r"[\w.\-/|* ]+")
+# Claude Code's own rule: only letters, digits, '_' and '|' make a list of exact names; any
+# other character makes the matcher a regular expression, searched (not anchored).
+_CLAUDE_PLAIN: Final = re.compile(r"[A-Za-z0-9_|]+")
 _ALL: Final = frozenset({"", "*"})
 
 
-def _compile_tools(tools: str | Sequence[str]) -> tuple[frozenset[str], frozenset[str], Any]:
+def _is_plain(pattern: str, claude: bool) -> bool:
+    if claude:
+        return bool(_CLAUDE_PLAIN.fullmatch(pattern))
+    return bool(_PLAIN_NAMES.fullmatch(pattern)) and "*" not in pattern.replace("/*", "")
+
+
+def _compile_tools(
+    tools: str | Sequence[str], claude: bool = False
+) -> tuple[frozenset[str], frozenset[str], Any]:
     """(exact names, servers matched whole, regex or None) for a ``tools`` pattern."""
     alternatives = [tools] if isinstance(tools, str) else list(tools)
     names: set[str] = set()
@@ -49,7 +60,7 @@ def _compile_tools(tools: str | Sequence[str]) -> tuple[frozenset[str], frozense
     for pattern in alternatives:
         if not isinstance(pattern, str):
             raise ValueError(f"matcher tools must be strings, got {pattern!r}")
-        if _PLAIN_NAMES.fullmatch(pattern) and "*" not in pattern.replace("/*", ""):
+        if _is_plain(pattern, claude):
             for name in (part.strip() for part in pattern.split("|")):
                 if not name:
                     raise ValueError(
@@ -132,12 +143,18 @@ class HookMatcher:
         tiers: Tool tiers (``"observe"``, ``"confirm"``) looked up in the tier table stored in
             the context under :data:`TIERS_KEY`; a call whose tool has no tier does not match.
 
+    An MCP call (one with a ``server``) also matches by Claude Code's name for it,
+    ``mcp__<server>__<tool>``, so ``"mcp__.*"`` and ``"mcp__github__.*"`` work everywhere.
+    :meth:`claude` builds a matcher with Claude Code's own syntax and tool names.
+
     Raises:
         ValueError: A pattern is not a valid regular expression or glob (the message says
             how to fix it).
     """
 
     __slots__ = (
+        "_aliases",
+        "_claude",
         "_names",
         "_names_only",
         "_path_regex",
@@ -154,13 +171,23 @@ class HookMatcher:
         tools: str | Sequence[str] | None = None,
         paths: Sequence[str] | str | None = None,
         tiers: Collection[str] | str | None = None,
+        *,
+        _claude: bool = False,
+        _aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.tools = tools if isinstance(tools, str) or tools is None else tuple(tools)
         self._names: frozenset[str] | None = None
         self._servers: frozenset[str] = frozenset()
         self._regex: Any = None
+        self._claude = _claude
+        self._aliases: dict[str, str] = dict(_aliases or {})
         if tools is not None and not (isinstance(tools, str) and tools.strip() in _ALL):
-            self._names, self._servers, self._regex = _compile_tools(tools)
+            self._names, self._servers, self._regex = _compile_tools(tools, _claude)
+            if self._names and self._aliases:
+                # An exact Claude name matches the agent's tools aliased to it: still one
+                # set lookup per call.
+                aliased = {ours for ours, theirs in self._aliases.items() if theirs in self._names}
+                self._names = self._names | aliased
         if isinstance(paths, str):
             paths = (paths,)
         self.paths = None if paths is None else tuple(paths)
@@ -186,6 +213,21 @@ class HookMatcher:
             and self._path_regex is None
             and self._tiers is None
         )
+
+    @classmethod
+    def claude(cls, tools: str, aliases: Mapping[str, str] | None = None) -> HookMatcher:
+        """A matcher written as in a Claude Code settings file.
+
+        Names made only of letters, digits, ``_`` and ``|`` are exact names (``Edit|Write``);
+        anything else is a regular expression *searched* in the name, as Claude Code does
+        (``Bash.*``, ``^Bash$``, ``(Bash)``, ``mcp__github__.*``). Calls are matched by
+        Claude Code's name for them: ``aliases`` (agent tool → Claude tool, the reverse of a
+        settings file's ``tool_aliases``) and ``mcp__<server>__<tool>`` for MCP calls.
+
+        Raises:
+            ValueError: ``tools`` is not a valid regular expression.
+        """
+        return cls(tools=tools, _claude=True, _aliases=aliases)
 
     @classmethod
     def parse(cls, value: object) -> HookMatcher | None:
@@ -216,7 +258,11 @@ class HookMatcher:
         if self._names_only:
             names = self._names
             assert names is not None
-            return call.name in names or (call.server is not None and call.qualified_name in names)
+            server = call.server
+            return call.name in names or (
+                server is not None
+                and (call.qualified_name in names or f"mcp__{server}__{call.name}" in names)
+            )
         return self.matches(call, context)
 
     def matches(self, call: ToolCall, context: HookContext | None = None) -> bool:
@@ -247,12 +293,26 @@ class HookMatcher:
                 return True
         elif "/" in call.name and call.name.partition("/")[0].strip().casefold() in self._servers:
             return True  # a server-less "server/tool" name reads as that server's tool
+        elif call.name in self._aliases and self._aliases[call.name] in names:
+            return True
+        if server is not None and f"mcp__{server}__{call.name}" in names:
+            return True
         regex = self._regex
         if regex is None:
             return False
+        if self._claude:  # searched in Claude Code's name for the call, as Claude Code does
+            if server is not None:
+                return bool(regex.search(f"mcp__{server}__{call.name}"))
+            return bool(regex.search(self._aliases.get(call.name, call.name)))
         return bool(
             regex.fullmatch(call.name)
-            or (server is not None and regex.fullmatch(call.qualified_name))
+            or (
+                server is not None
+                and (
+                    regex.fullmatch(call.qualified_name)
+                    or regex.fullmatch(f"mcp__{server}__{call.name}")
+                )
+            )
         )
 
     def _matches_path(self, args: Mapping[str, Any]) -> bool:
@@ -278,10 +338,14 @@ class HookMatcher:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HookMatcher):
             return NotImplemented
-        return (self.tools, self.paths, self.tiers) == (other.tools, other.paths, other.tiers)
+        return self._key() == other._key()
+
+    def _key(self) -> tuple[Any, ...]:
+        aliases = tuple(sorted(self._aliases.items()))
+        return (self.tools, self.paths, self.tiers, self._claude, aliases)
 
     def __hash__(self) -> int:
-        return hash((self.tools, self.paths, self.tiers))
+        return hash(self._key())
 
     def __repr__(self) -> str:
         given = [
@@ -289,6 +353,8 @@ class HookMatcher:
             for name, value in (("tools", self.tools), ("paths", self.paths), ("tiers", self.tiers))
             if value is not None
         ]
+        if self._claude:
+            return f"HookMatcher.claude({self.tools!r})"
         return f"HookMatcher({', '.join(given)})"
 
 

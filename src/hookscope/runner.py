@@ -13,6 +13,7 @@ is one such observer.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import threading
@@ -387,10 +388,43 @@ class HookRunner:
         decided_by: str | None = None
         tentative: str | None = None
         started = 0.0
+        batch: list[tuple[Registration, Any, Exception | None, float]] | None = None
         for registration in registrations:
             data = fold.data  # as the previous hook left it
             matcher = registration.matcher
             if matcher is not None and not matcher.admits(context, data):
+                continue
+            if registration.group is not None:
+                # A parallel group's first admitted member runs the whole group at once; the
+                # loop then folds each member's result as if it had run here, in order.
+                if batch is None or batch[0][0].group is not registration.group:
+                    batch = await self._run_group(registrations, registration, event, context, data)
+                ran = next((b for b in batch if b[0] is registration), None)
+                if ran is None:  # an identical command already ran in this group
+                    continue
+                value, failure = ran[1], ran[2]
+                step = GO_ON
+                if failure is not None:
+                    if hook_failed(rule, registration, event, fold, failure):
+                        step = STOP
+                elif value is not None:
+                    try:
+                        step = rule.step(fold, value)
+                    except Exception as exc:
+                        failure = exc
+                        step = STOP if hook_failed(rule, registration, event, fold, exc) else GO_ON
+                if observed:
+                    notifier.hook_finished(
+                        event, registration.name, context, value, failure, ran[3]
+                    )
+                if step == STOP:
+                    decided_by = registration.name
+                    if observed:  # the rest of the group ran too: observers see every run
+                        for later in batch[batch.index(ran) + 1 :]:
+                            notifier.hook_finished(event, later[0].name, context, *later[1:])
+                    break
+                if step:
+                    tentative = tentative or registration.name
                 continue
             if observed:
                 started = perf_counter()
@@ -428,6 +462,46 @@ class HookRunner:
         if observed:
             notifier.dispatch_finished(event, context, fold.data, result, decided_by)
         return fold
+
+    async def _run_group(
+        self,
+        registrations: Sequence[Registration],
+        first: Registration,
+        event: HookEvent,
+        context: HookContext,
+        data: Any,
+    ) -> list[tuple[Registration, Any, Exception | None, float]]:
+        """Run every admitted member of ``first``'s parallel group concurrently, on the same
+        data; identical members (same ``dedupe_key``) once. Returns (member, value, error,
+        seconds) per member that ran, in registration order."""
+        group = first.group
+        start = registrations.index(first)
+        members: list[Registration] = []
+        seen: set[object] = set()
+        for registration in registrations[start:]:
+            if registration.group is not group:
+                break
+            matcher = registration.matcher
+            if matcher is not None and not matcher.admits(context, data):
+                continue
+            key = registration.once_key
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            members.append(registration)
+
+        async def one(registration: Registration) -> tuple[Any, Exception | None, float]:
+            started = perf_counter()
+            try:
+                value = await self._call_guarded(registration, event, context, data)
+            except Exception as exc:
+                return None, exc, perf_counter() - started
+            return value, None, perf_counter() - started
+
+        # Each member in its own task: its HookRun and span context stay its own.
+        results = await asyncio.gather(*(asyncio.ensure_future(one(r)) for r in members))
+        return [(r, *result) for r, result in zip(members, results, strict=True)]
 
     async def _call_guarded(
         self, registration: Registration, event: HookEvent, context: HookContext, data: Any
@@ -497,9 +571,12 @@ class HookRunner:
         """Run ``pre_turn`` hooks until one denies; return the deciding result."""
         return (await self._run(rules.PRE_TURN, "pre_turn", context, prompt)).result
 
-    async def dispatch_post_turn(self, context: TurnContext, response: ChatResponse) -> None:
-        """Run every ``post_turn`` hook."""
-        await self._run(rules.INSPECT, "post_turn", context, response)
+    async def dispatch_post_turn(
+        self, context: TurnContext, response: ChatResponse
+    ) -> HookResult | None:
+        """Run every ``post_turn`` hook; a :meth:`HookResult.continue_with` result when one
+        asked the agent to go on."""
+        return (await self._run(rules.POST_TURN, "post_turn", context, response)).result
 
     async def dispatch_pre_llm_request(
         self, context: TurnContext, request: LlmRequest
@@ -529,9 +606,11 @@ class HookRunner:
         dispatched = await self._run(rules.PRE_TOOL_CALL, "pre_tool_call", context, frozen)
         return dispatched.result, dispatched.data
 
-    async def dispatch_post_tool_call(self, context: OperationContext, result: ToolResult) -> None:
-        """Run every ``post_tool_call`` hook."""
-        await self._run(rules.INSPECT, "post_tool_call", context, result)
+    async def dispatch_post_tool_call(
+        self, context: OperationContext, result: ToolResult
+    ) -> HookResult | None:
+        """Run every ``post_tool_call`` hook; a denial carries feedback for the model."""
+        return (await self._run(rules.POST_TOOL_CALL, "post_tool_call", context, result)).result
 
     async def dispatch_on_tool_error(
         self, context: OperationContext, error: Exception

@@ -44,12 +44,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import Sampler
 
 from hookscope.telemetry.content import ContentCapture
-from hookscope.telemetry.otel_hook import OTelHook, TraceLayout
+from hookscope.telemetry.otel_hook import EventForm, OTelHook, TraceLayout
 
 __all__ = ["VOLATILE", "Recording", "format_tree", "metric_points", "recording", "span_tree"]
 
-#: Attributes whose values differ run to run (or repeat on every span): left out of trees.
-VOLATILE: Final = frozenset({"session.id", "gen_ai.conversation.id"})
+#: Attributes left out of trees: values that differ run to run or repeat on every span, and
+#: OpenInference ``metadata``, which restates a span's outcome attributes as JSON for Phoenix.
+VOLATILE: Final = frozenset({"session.id", "gen_ai.conversation.id", "metadata"})
 
 
 def span_tree(
@@ -178,11 +179,13 @@ def recording(
     capture_content: ContentCapture = ContentCapture.NO_CONTENT,
     cardinality_limit: int | None = None,
     sampler: Sampler | None = None,
+    events: EventForm = "span",
 ) -> Iterator[Recording]:
     """An OTelHook on in-memory providers; yields the :class:`Recording`.
 
-    Content capture is off unless ``capture_content`` says otherwise (the environment is not
-    read, so tests do not depend on it). Providers are shut down on exit.
+    Content capture is off unless ``capture_content`` says otherwise, and lifecycle events
+    are span events unless ``events`` says otherwise (the environment is not read, so tests
+    do not depend on it). Providers are shut down on exit.
     """
     span_exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
@@ -202,6 +205,7 @@ def recording(
         trace_layout,
         capture_content=capture_content,
         logger_provider=logger_provider,
+        events=events,
         **options,
     )
     try:

@@ -14,11 +14,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
+    "MAX_CONTINUATIONS",
     "Answer",
     "ChatResponse",
+    "Continuation",
     "Decision",
     "HookResult",
     "HookscopeError",
@@ -167,6 +169,9 @@ class HookResult:
         confirm: The call needs the user's confirmation (build it with :meth:`ask`).
         replace_args: ``modified_args`` replaces the call's arguments instead of merging into
             them (keys it leaves out are dropped; Claude Code's ``updatedInput``).
+        continuation: For ``post_turn``: the agent should not stop yet but go on with this
+            text as its next prompt (build it with :meth:`continue_with`; Claude Code's Stop
+            ``decision: block``).
     """
 
     allow: bool = True
@@ -175,6 +180,18 @@ class HookResult:
     decision: PolicyDecision | None = None
     confirm: bool = False
     replace_args: bool = False
+    continuation: str | None = None
+
+    @classmethod
+    def continue_with(cls, text: str) -> HookResult:
+        """For ``post_turn``: the turn should go on with ``text`` as the next prompt.
+
+        The turn scope offers it as :attr:`TurnScope.continuation <hookscope.runner.TurnScope>`
+        (at most :data:`MAX_CONTINUATIONS` times in a row, as Claude Code caps Stop hooks).
+        """
+        # allow=False: the hook does not let the agent stop (what code reading only allow
+        # and message, such as the adapter kit, sees).
+        return cls(allow=False, message=text, continuation=text)
 
     @classmethod
     def deny(cls, message: str) -> HookResult:
@@ -191,6 +208,28 @@ class HookResult:
         closed. Only ``pre_tool_call`` hooks may ask.
         """
         return cls(allow=False, message=message, confirm=True)
+
+
+#: How many turns in a row ``post_turn`` hooks may continue (Claude Code 2.1.332 asks a
+#: blocking Stop hook 9 times: the turn and 8 continuations).
+MAX_CONTINUATIONS: Final = 8
+
+
+class Continuation(str):
+    """A prompt that continues a turn because a ``post_turn`` hook asked to.
+
+    ``session.turn(turn.continuation)`` opens the continuing turn; ``depth`` counts the
+    continuations in a row and ``prompt_id`` keeps the user prompt they continue.
+    """
+
+    depth: int
+    prompt_id: str
+
+    def __new__(cls, text: str, depth: int = 1, prompt_id: str = "") -> Continuation:
+        self = super().__new__(cls, text)
+        self.depth = depth
+        self.prompt_id = prompt_id
+        return self
 
 
 @dataclass(frozen=True, slots=True)

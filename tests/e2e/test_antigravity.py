@@ -235,9 +235,11 @@ def tool_span(
     extra: dict[str, Any] | None = None,
     events: list[tuple[str, dict[str, Any]]] | None = None,
     children: list[dict[str, Any]] | None = None,
-    status: str = "UNSET",
+    status: str | None = None,
     tool: str = "get_weather",
 ) -> dict[str, Any]:
+    if status is None:  # a denied call is ERROR, like a blocked turn (README: span status)
+        status = "ERROR" if outcome == "denied" else "UNSET"
     decision = policy_attributes if policy_attributes is not None else ALLOWED
     attributes = {
         "gen_ai.agent.name": AGENT,
@@ -438,6 +440,7 @@ async def test_call_denied_by_a_when_policy_names_the_rule(
                 hookscope__policy__outcome="denied",
                 hookscope__policy__rule="no_oslo",
                 hookscope__policy__bucket=0,
+                hookscope__policy__decided_by="antigravity.policy",
             ): 1
         },
     }
@@ -498,6 +501,7 @@ async def test_call_denied_inside_the_harness_by_the_default_policy(
             hookscope__policy__outcome="denied",
             hookscope__policy__rule="confirm_run_command",
             hookscope__policy__bucket=0,
+            hookscope__policy__decided_by="antigravity.harness",
         ): 1
     }
 
@@ -622,6 +626,7 @@ async def test_turn_denied_by_pre_turn_is_blocked(
             gen_ai__agent__name=AGENT,
             hookscope__hook__name="no_forbidden_topics",
             hookscope__hook__event="pre_turn",
+            hookscope__hook__type="python",
         ): 1
     }
 
@@ -671,6 +676,7 @@ async def test_turn_with_a_stop_hook_keeps_one_turn_span(
             gen_ai__agent__name=AGENT,
             hookscope__hook__name="audit",
             hookscope__hook__event="post_turn",
+            hookscope__hook__type="python",
         ): 1
     }
 
@@ -750,6 +756,7 @@ async def test_call_denied_by_a_decide_hook_names_the_hook(
             gen_ai__agent__name=AGENT,
             hookscope__hook__name="no_trips_to_rome",
             hookscope__hook__event="pre_tool_call",
+            hookscope__hook__type="python",
         ): 2
     }
 
@@ -975,22 +982,22 @@ THREE_TURNS = [
         "completed",
         [
             ("get_weather", "call_1", "succeeded", *ALLOWED_BY_HOOKS, "UNSET"),
-            ("get_weather", "call_2", "denied", *WHEN_DENIED, "UNSET"),
+            ("get_weather", "call_2", "denied", *WHEN_DENIED, "ERROR"),
         ],
     ),
     (
         "completed",
         [
-            ("delete_file", "call_2", "denied", *STATIC_DENIED, "UNSET"),
+            ("delete_file", "call_2", "denied", *STATIC_DENIED, "ERROR"),
             ("view_file", "call_1", "succeeded", *ASKED, "UNSET"),
         ],
     ),
     (
         "completed",
         [
-            ("get_weather", "call_2", "denied", *WHEN_DENIED, "UNSET"),
+            ("get_weather", "call_2", "denied", *WHEN_DENIED, "ERROR"),
             ("get_weather", "call_3", "succeeded", *ALLOWED_BY_HOOKS, "UNSET"),
-            ("view_file", "call_1", "denied", *ASKED_REJECTED, "UNSET"),
+            ("view_file", "call_1", "denied", *ASKED_REJECTED, "ERROR"),
         ],
     ),
 ]
@@ -1423,9 +1430,10 @@ async def test_mcp_calls_and_is_error_results_over_three_turns(
         summary(spans)
         == [
             [
-                ("completed", [("lookup", "", "succeeded", *allowed, "UNSET")]),
-                ("completed", [("explode", "", "failed", *allowed, "ERROR")]),
-                ("completed", [("lookup", "", "succeeded", *allowed, "UNSET")]),
+                # An MCP tool is server/tool, as policies name it.
+                ("completed", [("dict/lookup", "", "succeeded", *allowed, "UNSET")]),
+                ("completed", [("dict/explode", "", "failed", *allowed, "ERROR")]),
+                ("completed", [("dict/lookup", "", "succeeded", *allowed, "UNSET")]),
             ]
         ]
         * RUNS
@@ -1455,8 +1463,8 @@ async def test_a_server_wide_mcp_denial_names_the_server(
         summary(spans)
         == [
             [
-                ("completed", [("_unknown", "", "denied", *denied, "UNSET")]),
-                ("completed", [("_unknown", "", "denied", *denied, "UNSET")]),
+                ("completed", [("dict/_unknown", "", "denied", *denied, "ERROR")]),
+                ("completed", [("dict/_unknown", "", "denied", *denied, "ERROR")]),
             ]
         ]
         * RUNS
@@ -1507,7 +1515,7 @@ async def test_wildcard_denials_are_named_when_anything_names_the_call(
 
     await asyncio.gather(*(chat(c, "deny everything", "again", "once more") for c in configs))
 
-    denied = ("deny", "denied", "nothing", "antigravity.harness", "UNSET")
+    denied = ("deny", "denied", "nothing", "antigravity.harness", "ERROR")
     if with_sdk_hooks:
         named = [
             ("get_weather", call_id, "denied", *denied)
@@ -1555,7 +1563,7 @@ async def test_parallel_calls_of_one_harness_tool_keep_their_own_decisions(
     await asyncio.gather(*(chat(c, f"two files in run{i}", "again") for i, c in enumerate(configs)))
 
     approved = ("view_file", "succeeded", *ASKED, "UNSET")
-    rejected = ("view_file", "denied", *ASKED_REJECTED, "UNSET")
+    rejected = ("view_file", "denied", *ASKED_REJECTED, "ERROR")
     assert (
         summary(span_exporter.get_finished_spans())
         == [

@@ -196,8 +196,8 @@ GOVERNED_TURNS = [
         "completed",
         [
             ("get_weather", "call_1", "succeeded", *ALLOWED, "UNSET"),
-            ("get_weather", "call_2", "denied", "deny", "denied", "no-rome", BY_POLICY, "UNSET"),
-            ("get_weather", "call_3", "denied", "deny", "denied", "", "no_moon", "UNSET"),
+            ("get_weather", "call_2", "denied", "deny", "denied", "no-rome", BY_POLICY, "ERROR"),
+            ("get_weather", "call_3", "denied", "deny", "denied", "", "no_moon", "ERROR"),
         ],
     ),
     (
@@ -219,7 +219,7 @@ GOVERNED_TURNS = [
                 "denied",
                 "no-deletes",
                 "antigravity.harness",
-                "UNSET",
+                "ERROR",
             ),
             (
                 "view_file",
@@ -239,7 +239,7 @@ GOVERNED_TURNS = [
                 "denied",
                 "ask-to-read",
                 BY_POLICY,
-                "UNSET",
+                "ERROR",
             ),
         ],
     ),
@@ -420,6 +420,7 @@ async def test_a_governed_turn_is_one_span_tree_with_the_runner_s_decisions(
             gen_ai__agent__name=AGENT,
             hookscope__hook__name=name,
             hookscope__hook__event="pre_tool_call",
+            hookscope__hook__type="python",
         ): count
         for name, count in [("title_case", 3), (BY_POLICY, 3), ("no_moon", 2)]
     }
@@ -501,7 +502,7 @@ async def test_static_wildcard_and_server_wide_denials_are_named_by_tool_and_cal
                     *harness,
                     "nothing",
                     "antigravity.harness",
-                    "UNSET",
+                    "ERROR",
                 )
             ],
         )
@@ -510,9 +511,9 @@ async def test_static_wildcard_and_server_wide_denials_are_named_by_tool_and_cal
     expected_server = [
         (
             "completed",
-            [(tool, call_id, "denied", *harness, "no-dict", "antigravity.harness", "UNSET")],
+            [(tool, call_id, "denied", *harness, "no-dict", "antigravity.harness", "ERROR")],
         )
-        for tool, call_id in (("lookup", "call_1"), ("explode", "call_2"))
+        for tool, call_id in (("dict/lookup", "call_1"), ("dict/explode", "call_2"))
     ]
     assert sorted(trees) == sorted([expected_wildcard] * RUNS + [expected_server] * RUNS)
     servers = {
@@ -520,7 +521,7 @@ async def test_static_wildcard_and_server_wide_denials_are_named_by_tool_and_cal
         for s in span_exporter.get_finished_spans()
         if s.name.startswith("execute_tool")
     }
-    assert servers == {("get_weather", None), ("lookup", "dict"), ("explode", "dict")}
+    assert servers == {("get_weather", None), ("dict/lookup", "dict"), ("dict/explode", "dict")}
     assert "_unknown" not in str(counters(metric_reader)["hookscope.tool.calls"])
 
 

@@ -140,7 +140,7 @@ GOVERNED_TREE = [
                 [
                     chat(),
                     [
-                        "execute_tool divide",
+                        "execute_tool calc/divide",
                         {
                             "error.type": "ClaudeToolError",
                             "hookscope.policy.decided_by": "PolicyEnforcer",
@@ -196,11 +196,11 @@ async def test_a_governed_multi_turn_session_three_times(claude: ClaudeEnv, tmp_
         assert totals(
             rec, "hookscope.tool.calls", "gen_ai.tool.name", "hookscope.tool.outcome"
         ) == {
-            ("add", "succeeded"): 1,
+            ("calc/add", "succeeded"): 1,
             ("Bash", "succeeded"): 2,
             ("Bash", "denied"): 2,
             ("Write", "denied"): 1,
-            ("divide", "failed"): 1,
+            ("calc/divide", "failed"): 1,
         }
         assert totals(
             rec,
@@ -209,17 +209,17 @@ async def test_a_governed_multi_turn_session_three_times(claude: ClaudeEnv, tmp_
             "hookscope.policy.decision",
             "hookscope.policy.outcome",
         ) == {
-            ("add", "allow", "allowed"): 1,
+            ("calc/add", "allow", "allowed"): 1,
             ("Bash", "allow", "allowed"): 1,
             ("Bash", "deny", "denied"): 1,
             ("Write", "deny", "denied"): 1,
-            ("divide", "allow", "allowed"): 1,
+            ("calc/divide", "allow", "allowed"): 1,
             ("Bash", "ask_user", "allowed"): 1,
             ("Bash", "ask_user", "denied"): 1,
         }
         assert totals(
             rec, "hookscope.tool.errors", "gen_ai.tool.name", "hookscope.recovery.recovered"
-        ) == {("divide", False): 1}
+        ) == {("calc/divide", False): 1}
         assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {("completed",): 4}
         assert totals(rec, "hookscope.sessions", "gen_ai.agent.name") == {("coder",): 1}
         assert totals(rec, "gen_ai.client.token.usage", "gen_ai.token.type") == {
@@ -492,7 +492,7 @@ async def test_a_subagent_is_an_invoke_agent_span_under_the_call_that_started_it
                                             # its last one never: its calls carry no usage.
                                             ["chat claude-sonnet-4-5", {}],
                                             [
-                                                "execute_tool add",
+                                                "execute_tool calc/add",
                                                 {
                                                     "hookscope.policy.decision": "allow",
                                                     "hookscope.policy.outcome": "allowed",

@@ -138,7 +138,7 @@ async def test_an_interrupted_turn_ends_cancelled_with_its_call(
                         [
                             chat(),
                             [
-                                "execute_tool wait",
+                                "execute_tool slow/wait",
                                 {
                                     "hookscope.tool.server": "slow",
                                     "hookscope.policy.decision": "allow",

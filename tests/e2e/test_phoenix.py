@@ -144,7 +144,8 @@ async def test_a_session_exported_over_otlp_http_reads_back_from_phoenix(
         for span in spans
     )
     assert tree == [
-        ("execute_tool run_command", "invoke_agent coder", "TOOL", "UNSET", "c2"),
+        # A denied call is ERROR, never shown as a success (README: span status).
+        ("execute_tool run_command", "invoke_agent coder", "TOOL", "ERROR", "c2"),
         ("execute_tool view_file", "invoke_agent coder", "TOOL", "UNSET", "c1"),
         ("execute_tool view_file", "invoke_agent coder", "TOOL", "UNSET", "c3"),
         ("invoke_agent coder", "session coder", "AGENT", "UNSET", None),
@@ -168,6 +169,25 @@ async def test_a_session_exported_over_otlp_http_reads_back_from_phoenix(
         "hookscope.policy.bucket": 0,
         "hookscope.policy.reason": "shell is off",
         "hookscope.policy.decided_by": "PolicyEnforcer",
+    }
+    # Phoenix's Metadata tab: outcome and who decided, without a custom query.
+    metadata = {  # Phoenix flattens the JSON object into metadata.* attributes
+        key: {
+            name.removeprefix("metadata."): value
+            for name, value in tools[key]["attributes"].items()
+            if name.startswith("metadata.")
+        }
+        for key in ("c1", "c2", "c3")
+    }
+    assert metadata == {
+        "c1": {"outcome": "succeeded", "decided_by": "PolicyEnforcer"},
+        "c2": {"outcome": "denied", "rule": "no-shell", "decided_by": "PolicyEnforcer"},
+        "c3": {
+            "outcome": "recovered",
+            "decided_by": "PolicyEnforcer",
+            "error_type": "FileNotFoundError",
+            "recovered_by": "RecoverMissingFiles",
+        },
     }
     assert [(e["name"], e["attributes"]) for e in tools["c2"]["events"]] == [
         (
@@ -292,13 +312,23 @@ async def test_phoenix_sessions_view_groups_our_sessions_by_session_id(
         session_id: {
             span["context"]["trace_id"]
             for span in spans
-            if span["attributes"]["session.id"] == session_id
+            if span["attributes"].get("session.id") == session_id
         }
         for session_id in layouts
     }
-    assert len(trace_ids["long-lived"]) == 3  # the session's own trace and one per turn
+    # One trace per turn, and no empty first "turn": the session span's own trace carries
+    # neither session.id nor gen_ai.conversation.id (which Phoenix reads as a session id), so
+    # Phoenix does not list it as one of the session's turns.
+    assert len(trace_ids["long-lived"]) == 2
     for session_id, session in sessions.items():
         assert {t["trace_id"] for t in session["traces"]} == trace_ids[session_id]
+    roots = {s["context"]["trace_id"]: s for s in spans if not s["parent_id"]}
+    for trace in sessions["long-lived"]["traces"]:  # every turn Phoenix lists is a real turn
+        assert roots[trace["trace_id"]]["span_kind"] == "AGENT"
+    (own,) = [
+        s for s in spans if s["attributes"].get("hookscope.session.id") == "long-lived"
+    ]  # the session span, found by its own attribute
+    assert own["name"] == "session coder"
 
 
 async def test_openinference_attributes_reach_phoenix_and_its_session_token_counts(
@@ -346,3 +376,50 @@ async def test_openinference_attributes_reach_phoenix_and_its_session_token_coun
     assert "contents of a.py" in tool["attributes"]["output.value"]
     session = read_sessions(phoenix, project, expected=1)["oi-session"]
     assert (session["token_count_prompt"], session["token_count_completion"]) == (12, 5)
+
+
+def graphql(phoenix: Phoenix, query: str) -> Any:
+    request = urllib.request.Request(
+        f"{phoenix.url}/graphql",
+        json.dumps({"query": query}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.load(response)
+    assert "errors" not in answer, answer
+    return answer["data"]
+
+
+def span_count(phoenix: Phoenix, project: str, condition: str) -> int:
+    """How many of ``project``'s spans Phoenix's own filter ``condition`` selects."""
+    quoted = json.dumps(condition)
+    data = graphql(
+        phoenix,
+        f"{{ projects {{ edges {{ node {{ name recordCount(filterCondition: {quoted}) }} }} }} }}",
+    )
+    counts = {e["node"]["name"]: e["node"]["recordCount"] for e in data["projects"]["edges"]}
+    return int(counts[project])
+
+
+async def test_the_readmes_phoenix_filters_find_denials(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = f"hookscope-filters-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{phoenix.url}/v1/traces")
+    telemetry = configure(service_name="hookscope-e2e", directory=tmp_path, set_global=False)
+    await run_session(telemetry)
+    assert telemetry.shutdown(timeout_s=10.0)
+    read_spans(phoenix, project, expected=5)
+    # README, "Finding denials": each documented filter, as Phoenix evaluates it.
+    assert span_count(phoenix, project, "metadata['outcome'] == 'denied'") == 1
+    assert (
+        span_count(phoenix, project, "span_kind == 'TOOL' and metadata['outcome'] == 'denied'") == 1
+    )
+    assert span_count(phoenix, project, "status_code == 'ERROR'") == 1
+    assert (
+        span_count(phoenix, project, "attributes['hookscope']['tool']['outcome'] == 'denied'") == 1
+    )
+    # ... and the dotted form, which the README warns matches nothing.
+    assert span_count(phoenix, project, "attributes['hookscope.tool.outcome'] == 'denied'") == 0
+    assert span_count(phoenix, project, "metadata['outcome'] == 'recovered'") == 1

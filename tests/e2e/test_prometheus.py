@@ -68,6 +68,7 @@ CAREFUL: Final = Profile("careful", allowed=19, denied=1)
 LONELY: Final = Profile("lonely", allowed=0, denied=1, every=10, rounds=8)
 FOR_IN_TEST: Final = "2s"
 DENIED_ALERT: Final = "HookscopeDeniedCallRateHigh"
+STORM: Final = "HookscopeDenyStorm"
 #: Grafana's built-in variables, as a 1 s scrape interval makes them.
 GRAFANA_INTERVALS: Final = {"__rate_interval": "30s", "__interval": "5s", "__range": "5m"}
 DEADLINE_S: Final = 60.0
@@ -262,22 +263,18 @@ def test_denied_call_alert_arrives_in_alertmanager(stack: Stack) -> None:
     assert alert["receivers"] == [{"name": "hookscope"}]
 
 
-def test_a_deny_storm_inhibits_the_denied_call_alert_in_alertmanager(stack: Stack) -> None:
-    # reckless denies run_command and delete_file 10 times a second each: a storm on both.
-    def suppressed() -> dict[str, Any] | None:
+def test_the_denied_call_alert_is_active_in_alertmanager_and_inhibited_by_nothing(
+    stack: Stack,
+) -> None:
+    # reckless denies run_command and delete_file, a quarter of its calls each: no deny
+    # storm (one tool's denials above half the agent's calls), and nothing inhibits the alert.
+    def active() -> dict[str, Any] | None:
         alert = in_alertmanager(stack, DENIED_ALERT, "reckless")
-        return alert if alert is not None and alert["status"]["state"] == "suppressed" else None
+        return alert if alert is not None and alert["status"]["state"] == "active" else None
 
-    alert = poll(suppressed, DEADLINE_S, "the deny storm to inhibit the denied-call alert")
-    storms = {
-        a["fingerprint"]: a["labels"]["gen_ai_tool_name"]
-        for a in stack.alertmanager.alerts()
-        if a["labels"]["alertname"] == "HookscopeDenyStorm"
-        and a["labels"]["gen_ai_agent_name"] == "reckless"
-    }
-    assert sorted(storms.values()) == ["delete_file", "run_command"]
-    (inhibitor,) = alert["status"]["inhibitedBy"]
-    assert inhibitor in storms
+    alert = poll(active, DEADLINE_S, "the reckless alert to be active")
+    assert alert["status"]["inhibitedBy"] == []
+    assert not [a for a in stack.alertmanager.alerts() if a["labels"]["alertname"] == STORM]
 
 
 def test_denied_call_alert_stays_silent_below_the_ratio_and_under_the_traffic_guard(

@@ -124,9 +124,9 @@ def test_run_input_errors_exit_1(config: Path, capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().err == "hookscope: error: pre_tool_call needs --tool NAME\n"
     assert main(["hooks", "run", str(config), "pre_tool_call", "--tool", "x", "--input", "{"]) == 1
     assert capsys.readouterr().err.startswith("hookscope: error: --input is not valid JSON: ")
-    assert main(["hooks", "run", str(config), "Notification"]) == 1
+    assert main(["hooks", "run", str(config), "NoSuchEvent"]) == 1
     assert capsys.readouterr().err.startswith(
-        "hookscope: error: unknown event 'Notification'; use one of "
+        "hookscope: error: unknown event 'NoSuchEvent'; use one of "
     )
 
 

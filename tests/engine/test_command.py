@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,8 +173,15 @@ async def test_model_events_block_with_their_own_decisions() -> None:
 
 
 async def test_a_verdict_on_an_inspect_event_changes_nothing(tmp_path: Path) -> None:
-    runner = HookRunner([CommandHook("post_turn", command="exit 2", name="after")])
-    assert (await dispatch(runner, "post_turn", None)).result is None
+    runner = HookRunner([CommandHook("on_session_end", command="exit 2", name="after")])
+    assert (await dispatch(runner, "on_session_end", None)).result is None
+
+
+async def test_a_post_turn_block_continues_the_turn_with_its_reason() -> None:
+    # Claude Code's Stop hook: exit 2 (or decision block) asks the agent to go on.
+    runner = HookRunner([CommandHook("post_turn", command="echo 'run the tests' >&2; exit 2")])
+    result = (await dispatch(runner, "post_turn", None)).result
+    assert (result.continuation, result.message) == ("run the tests", "run the tests")
 
 
 # --- failures (DESIGN §2): decide events fail closed unless on_failure = "allow" ---
@@ -197,7 +203,7 @@ async def test_a_verdict_on_an_inspect_event_changes_nothing(tmp_path: Path) -> 
         ),
         (
             printing({"hookSpecificOutput": {"permissionDecision": "perhaps"}}),
-            "answered an unknown permissionDecision (a str); expected allow, deny or ask",
+            "answered an unknown permissionDecision (a str); expected allow, deny, ask or defer",
         ),
         (printing({"allow": "no"}), 'answered "allow" with a str; it must be true or false'),
     ],
@@ -340,18 +346,27 @@ async def test_the_program_reads_the_envelope_and_its_environment(
     )
     await dispatch(runner, "pre_tool_call", CALL)
     seen = json.loads(out.read_text())
-    assert seen["envelope"] == {
+    envelope = seen["envelope"]
+    prompt_id = envelope.pop("prompt_id")
+    assert len(prompt_id) == 36  # a uuid, as Claude Code's
+    transcript = project / ".hookscope" / "transcripts" / "s-1.jsonl"
+    assert envelope == {
+        "session_id": "s-1",
+        "transcript_path": str(transcript),
+        "cwd": str(project),
+        "permission_mode": "default",
         "hook_event_name": "PreToolUse",
         "hookscope_event": "pre_tool_call",
-        "session_id": "s-1",
         "turn_index": 0,
         "agent_name": "tester",
-        "cwd": os.getcwd(),
         "tool_name": "Bash",
         "tool_server": None,
-        "tool_input": {"CommandLine": "ls", "cwd": "/w"},
+        # run_command's CommandLine is Claude Code's command (DESIGN §7a argument maps)
+        "tool_input": {"command": "ls", "cwd": "/w"},
         "tool_use_id": "c1",
     }
+    # No writer runs outside a loaded settings file: the path is an empty file, never missing.
+    assert transcript.read_text() == ""
     assert (
         seen["cwd"] == seen["HOOKSCOPE_PROJECT_DIR"] == seen["CLAUDE_PROJECT_DIR"] == str(project)
     )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from hookscope.engine import CommandHook, ConfigError, HookMatcher, HookTable, PromptHook, load
+from hookscope.engine.claude import CLAUDE_EVENTS, IDLE_EVENTS
 from hookscope.runner import HookRunner
 from hookscope.types import HookscopeError
 
@@ -179,27 +180,46 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
     aliases = {"Bash": "run_command", "Edit": "edit_file", "Write": "write_to_file"}
     table = load(path, tool_aliases=aliases)
     assert [(e.event, e.entry) for e in table.entries] == [
+        # the transcript the hooks read (transcript_path), kept ahead of them
+        ("pre_turn", "transcript"),
         ("pre_tool_call", "hooks.PreToolUse[0].hooks[0]"),
         ("pre_tool_call", "hooks.PreToolUse[1].hooks[0]"),
         ("pre_turn", "hooks.UserPromptSubmit[0].hooks[0]"),
-        # the "resume" group never fires: hookscope sessions start as "startup"
         ("on_session_start", "hooks.SessionStart[0].hooks[0]"),
         ("post_turn", "hooks.Stop[0].hooks[0]"),
     ]
-    check, edit = table[0], table[1]
+    # "startup" never matches the SessionStart hookscope sends after a compaction, and
+    # "resume" never fires: both load and are reported (hooks check).
+    assert [(i.entry, i.reason) for i in table.idle] == [
+        (
+            "hooks.SessionStart[0].hooks[0]",
+            "matcher 'startup' never matches 'compact', what hookscope sends in SessionStart "
+            "on on_compaction",
+        ),
+        (
+            "hooks.SessionStart[1].hooks[0]",
+            "matcher 'resume' never matches 'startup', what hookscope sends in SessionStart "
+            "on on_session_start",
+        ),
+        (
+            "hooks.SessionStart[1].hooks[0]",
+            "matcher 'resume' never matches 'compact', what hookscope sends in SessionStart "
+            "on on_compaction",
+        ),
+    ]
+    check, edit = table[1], table[2]
     assert isinstance(check, CommandHook)
     assert isinstance(edit, CommandHook)
-    assert check.matcher == HookMatcher(tools="run_command")
-    assert edit.matcher == HookMatcher(tools="edit_file|write_to_file")
+    names = {"run_command": "Bash", "edit_file": "Edit", "write_to_file": "Write"}
+    assert check.matcher == HookMatcher.claude("Bash", names)
+    assert edit.matcher == HookMatcher.claude("Edit|Write", names)
     assert (check.name, check.timeout, check.fail_open) == ("check.sh", 30.0, False)
     # The project root is the directory above .claude/; scripts still see Claude's tool names.
     assert check.project_dir == str(tmp_path.resolve())
-    assert check.tool_names == {
-        "run_command": "Bash",
-        "edit_file": "Edit",
-        "write_to_file": "Write",
-    }
-    assert table[2].matcher is None  # type: ignore[attr-defined]
+    assert check.names.names == names
+    assert table[3].matcher is None  # type: ignore[attr-defined]
+    # One file's hooks of one event run together (Claude Code's all-matching-hooks rule).
+    assert check.parallel_group is edit.parallel_group is not None
 
 
 def test_a_mapping_in_the_toml_shape(tmp_path: Path) -> None:
@@ -412,26 +432,29 @@ def test_every_problem_is_reported_at_once_and_nothing_is_built(tmp_path: Path) 
 def test_claude_settings_errors(tmp_path: Path) -> None:
     settings = {
         "hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "agent", "prompt": "x"}]}],
-            "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "agentic", "prompt": "x"}]}],
+            "Notify": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
             "PostToolUse": {"matcher": "Bash"},
-            "Stop": [{"matcher": "x", "hooks": [{"type": "command", "command": "true"}]}],
-            "UserPromptSubmit": [{"hooks": [{"type": "prompt", "prompt": "ok?"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "true", "colour": "red"}]}],
+            "SessionEnd": [{"matcher": "(", "hooks": [{"type": "command", "command": "true"}]}],
             "pre_tool_call": [],
         }
     }
     path = write(tmp_path / "settings.json", json.dumps(settings))
     assert problems(path) == (
-        "hooks.PreToolUse[0].hooks[0]: type must be one of command, prompt, python, got 'agent'",
-        "hooks.Notification: event 'Notification' is not supported; hookscope runs PreToolUse, "
-        "PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, SessionEnd, "
-        "PreCompact: remove the entry or move it to another file",
+        "hooks.PreToolUse[0].hooks[0]: type must be one of command, prompt, agent, http, "
+        "mcp_tool, got 'agentic'",
+        "hooks.Notify: unknown event 'Notify'; Claude Code's events are "
+        + ", ".join([*CLAUDE_EVENTS, *IDLE_EVENTS]),
         "hooks.PostToolUse: must be a list of matcher groups, got {'matcher': 'Bash'}",
-        "hooks.Stop[0]: a matcher has no effect on Stop; remove it",
-        "hooks.UserPromptSubmit[0].hooks[0]: a prompt hook needs model, base_url: the template, "
-        "the model and an OpenAI-compatible base_url such as https://api.openai.com/v1",
+        "hooks.Stop[0].hooks[0]: unknown key(s) ['colour'] for a command hook; allowed: "
+        "['args', 'async', 'asyncRewake', 'cloud', 'command', 'description', 'holdsTools', "
+        "'if', 'name', 'onFailure', 'on_failure', 'once', 'rewakeMessage', 'rewakeSummary', "
+        "'shell', 'statusMessage', 'timeout', 'type']",
+        "hooks.SessionEnd[0]: matcher '(' is not a valid regex (missing ), unterminated subpattern "
+        "at position 0)",
         "hooks.pre_tool_call: hookscope's event names cannot be mixed with Claude Code's in one "
-        "file; write 'PreToolUse' here, or move this to hookscope.toml",
+        "file; use Claude Code's name here, or move this to hookscope.toml",
     )
 
 

@@ -84,10 +84,11 @@ async def test_claude_matchers_use_the_agent_names_and_scripts_see_claude_names(
     denied = await dispatch(runner, "pre_tool_call", ToolCall("run_command", {"CommandLine": "ls"}))
     assert denied.result.message == "bash ran"
     envelope = _seen(tmp_path, "bash")
+    # The script reads Claude Code's argument name too: run_command's CommandLine is command.
     assert (envelope["hook_event_name"], envelope["tool_name"], envelope["tool_input"]) == (
         "PreToolUse",
         "Bash",
-        {"CommandLine": "ls"},
+        {"command": "ls"},
     )
 
 

@@ -126,6 +126,11 @@ async def test_a_fail_open_guard_that_cannot_judge_is_counted_and_logged(
         ({"command": "curl -s https://u:sekret@judge/check?token=sekret"}, "check", "curl"),
         ({"args": ["https://u:sekret@judge/run?token=sekret"]}, "run", "run"),
         ({"command": "TOKEN=sekret"}, "sh", "sh"),
+        # Shell syntax, not a program: the shell runs it (the demo's no-deploy hook).
+        ({"command": "if grep -q 'make deploy'; then exit 2; fi"}, "sh", "sh"),
+        ({"command": "{ grep -q x && exit 2; }"}, "sh", "sh"),
+        ({"command": "(exit 2)"}, "sh", "sh"),
+        ({"command": "! grep -q x"}, "sh", "sh"),
     ],
 )
 def test_names_and_executables_carry_no_assignment_query_or_userinfo(

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from hookscope.engine import CommandHook, PromptHook, load
+from hookscope.engine.transcript import TranscriptWriter
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -45,6 +46,7 @@ def test_the_toml_and_claude_settings_examples_load(tmp_path: Path) -> None:
     settings.write_text(blocks()["json"])
     table = load(settings, tool_aliases={"Bash": "run_command"})
     assert [(e.event, type(e.hook)) for e in table.entries] == [
+        ("pre_turn", TranscriptWriter),
         ("pre_tool_call", CommandHook),
         ("pre_turn", CommandHook),
     ]

@@ -134,7 +134,7 @@ def denied_span(tool: str, decision: dict[str, Any], call_id: str = "") -> dict[
         "name": f"execute_tool {tool}",
         "attributes": attributes,
         "events": [("hookscope.pre_tool_call", decision)],
-        "status": "UNSET",
+        "status": "ERROR",  # a denied call is refused: ERROR, like a blocked turn
     }
 
 
@@ -305,6 +305,7 @@ async def test_ask_user_refusal_is_a_denial_by_the_ask_user_rule(
             gen_ai__agent__name=AGENT,
             hookscope__hook__name="antigravity.policy",
             hookscope__hook__event="pre_tool_call",
+            hookscope__hook__type="python",
         ): 1
     }
 

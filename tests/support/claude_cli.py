@@ -205,8 +205,9 @@ def allowed(tool: str, by: str | None = "PolicyEnforcer", server: str | None = N
     }
     if by is not None:
         attributes["hookscope.policy.decided_by"] = by
-    if server is not None:
+    if server is not None:  # an MCP tool is server/tool, as policies name it
         attributes["hookscope.tool.server"] = server
+        tool = f"{server}/{tool}"
     return [f"execute_tool {tool}", attributes]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -236,8 +238,8 @@ def alertmanager(config: Path, workdir: Path) -> Server:
     )
 
 
-def prometheus(config: Path, workdir: Path) -> Server:
-    """Prometheus with ``config`` and its own TSDB directory."""
+def prometheus(config: Path, workdir: Path, *flags: str) -> Server:
+    """Prometheus with ``config``, its own TSDB directory and any extra ``flags``."""
     data = workdir / "prometheus-data"
     data.mkdir(parents=True, exist_ok=True)
     return Server(
@@ -247,6 +249,7 @@ def prometheus(config: Path, workdir: Path) -> Server:
             f"--config.file={config}",
             f"--storage.tsdb.path={data}",
             f"--web.listen-address=127.0.0.1:{port}",
+            *flags,
         ],
         workdir,
     )
@@ -326,6 +329,23 @@ class PrometheusApi:
     def metric_names(self) -> list[str]:
         names: list[str] = self._get("/api/v1/label/__name__/values")
         return names
+
+    def exemplars(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        """Exemplars of the series ``expr`` selects between ``start`` and ``end`` (Unix s)."""
+        found: list[dict[str, Any]] = self._get(
+            "/api/v1/query_exemplars", query=expr, start=f"{start:.3f}", end=f"{end:.3f}"
+        )
+        return found
+
+    def last_evaluation(self) -> float:
+        """When every rule group had last been evaluated (Unix seconds): the oldest of them."""
+        groups = self._get("/api/v1/rules")["groups"]
+        # RFC 3339 with nanoseconds and "Z": trimmed to what fromisoformat reads everywhere.
+        stamps = [
+            re.sub(r"(\.\d{6})\d*", r"\1", g["lastEvaluation"]).replace("Z", "+00:00")
+            for g in groups
+        ]
+        return min(datetime.fromisoformat(stamp).timestamp() for stamp in stamps)
 
     def targets_up(self) -> bool | None:
         """True once every active scrape target is up."""

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hookscope import policy
 from hookscope.builtins import AuditLog, AutoAnswer, RecoverErrors, TurnLimit
@@ -36,7 +37,7 @@ from hookscope.types import (
     Usage,
 )
 
-__all__ = ["DemoAgent", "DemoResult", "demo_hooks", "demo_policies"]
+__all__ = ["TEMPERS", "DemoAgent", "DemoResult", "Temper", "demo_hooks", "demo_policies"]
 
 MODEL = "scripted-coder-1"
 #: ``gen_ai.provider.name`` of the scripted model (a custom value, as the conventions allow).
@@ -46,6 +47,39 @@ MCP_SERVER = "github"
 MAX_TURNS = 3
 COMPACT_AFTER_TOKENS = 6000
 SAFE_COMMANDS = ("pytest", "ls", "git status", "git diff")
+
+
+@dataclass(frozen=True)
+class Temper:
+    """How an agent of the demo behaves: how often it tries what its policy forbids.
+
+    Each ``p_*`` is the chance per session that the scripted model tries one risky call in
+    turn 1; ``deploys`` makes it run ``make deploy`` (a command hook refuses it), ``pushes``
+    adds a force push and a cache wipe in turn 2 (refused), ``looks_first`` the three
+    parallel searches of turn 0 (safe calls), and ``retries`` repeats the refused ``sudo``
+    of turn 1 that many more times (an agent stuck in a loop).
+    """
+
+    p_write_outside: float
+    p_rm_rf: float
+    p_sudo: float
+    p_delete_branch: float
+    deploys: bool = True
+    pushes: bool = False
+    looks_first: bool = True
+    retries: int = 0
+
+
+#: The demo's agents. ``demo-coder`` (the default) denies about a fifth of its calls;
+#: ``careful`` about one in fifty, under every policy alert; ``reckless`` half, spread over
+#: several tools, so HookscopeDeniedCallRateHigh (above 25%) fires for it but no deny storm;
+#: ``stuck`` retries one refused command until it is most of what it does: a deny storm.
+TEMPERS: Final = {
+    AGENT: Temper(0.5, 0.4, 0.3, 0.3),
+    "careful": Temper(0.0, 0.1, 0.0, 0.1, deploys=False),
+    "reckless": Temper(1.0, 1.0, 1.0, 1.0, pushes=True, looks_first=False),
+    "stuck": Temper(0.0, 0.0, 1.0, 0.0, deploys=False, retries=20),
+}
 
 
 def _approve_command(call: ToolCall) -> bool:
@@ -189,6 +223,9 @@ class DemoAgent:
         seed: Makes every session's script (and its simulated latencies) reproducible.
         audit_log: Where :class:`~hookscope.builtins.AuditLog` writes one JSON line per tool
             call; no audit log when ``None``.
+        agent: The agent's name, one of :data:`TEMPERS`: how it behaves.
+        run_id: Makes session ids unique per run (``{agent}-{run_id}-{index}``), so two runs
+            never merge in a trace UI's session view; random when ``None``.
     """
 
     def __init__(
@@ -197,9 +234,16 @@ class DemoAgent:
         hooks: Iterable[object] = (),
         seed: int = 0,
         audit_log: Path | None = None,
+        agent: str = AGENT,
+        run_id: str | None = None,
     ) -> None:
+        if agent not in TEMPERS:
+            raise ValueError(f"no demo agent {agent!r}; choose from {', '.join(TEMPERS)}")
         self.workspace = workspace.resolve()
         self.seed = seed
+        self.agent = agent
+        self.temper = TEMPERS[agent]
+        self.run_id = run_id or secrets.token_hex(3)
         self.runner = HookRunner(
             [
                 *hooks,
@@ -222,7 +266,7 @@ class DemoAgent:
         rng = random.Random(self.seed * 100_003 + index)
         _seed_workspace(self.workspace)  # every session starts from the same project
         tools = _Tools(self.workspace, rng)
-        session_id = f"demo-{self.seed}-{index:04d}"
+        session_id = f"{self.agent}-{self.run_id}-{index:04d}"
         values = result.values.setdefault(session_id, [])
         errors = result.errors.setdefault(session_id, [])
         prompts = ["Find why the login test fails", "Fix it", "Run the whole suite"]
@@ -230,7 +274,7 @@ class DemoAgent:
             prompts.append("Also refactor the session module")
         context_tokens = 0
         async with self.runner.session(
-            agent_name=AGENT, session_id=session_id, provider=PROVIDER
+            agent_name=self.agent, session_id=session_id, provider=PROVIDER
         ) as session:
             for turn_index, prompt in enumerate(prompts):
                 async with session.turn(prompt) as turn:
@@ -241,7 +285,7 @@ class DemoAgent:
                     context_tokens += usage.input_tokens + usage.output_tokens
                     for call, fn in self._plan(turn_index, rng, tools):
                         values.append(await self._call(turn, call, fn, errors))
-                    if turn_index == 0:
+                    if turn_index == 0 and self.temper.looks_first:
                         values.extend(await self._parallel_greps(turn, tools))
                     if turn_index == 1:
                         answers = await turn.ask(
@@ -271,6 +315,7 @@ class DemoAgent:
         """The scripted model's tool calls for one turn."""
         ws = self.workspace
         auth = str(ws / "src" / "auth.py")
+        temper = self.temper
         if turn_index == 0:
             plan = [
                 (ToolCall("view_file", {"AbsolutePath": auth}), tools.view_file),
@@ -289,25 +334,22 @@ class DemoAgent:
                 ),
                 (ToolCall("fetch_url", {"Url": "https://pypi.example/pytz"}), tools.fetch_url),
             ]
-            if rng.random() < 0.5:
+            # One draw per risk, whatever the temper: a seed's script stays the same.
+            if rng.random() < temper.p_write_outside:
                 plan.append(
                     (
                         ToolCall("write_to_file", {"TargetFile": "/etc/hosts", "Content": "x"}),
                         tools.write_to_file,
                     )
                 )
-            if rng.random() < 0.4:
+            if rng.random() < temper.p_rm_rf:
                 plan.append(
                     (ToolCall("run_command", {"CommandLine": "rm -rf build/"}), tools.run_command)
                 )
-            if rng.random() < 0.3:
-                plan.append(
-                    (
-                        ToolCall("run_command", {"CommandLine": "sudo apt-get install tzdata"}),
-                        tools.run_command,
-                    )
-                )
-            if rng.random() < 0.3:
+            if rng.random() < temper.p_sudo:
+                sudo = ToolCall("run_command", {"CommandLine": "sudo apt-get install tzdata"})
+                plan += [(sudo, tools.run_command)] * (1 + temper.retries)
+            if rng.random() < temper.p_delete_branch:
                 plan.append(
                     (
                         ToolCall("delete_branch", {"branch": "old"}, server=MCP_SERVER),
@@ -315,10 +357,22 @@ class DemoAgent:
                     )
                 )
         else:
+            last = "make deploy" if temper.deploys else "git status"
             plan = [
                 (ToolCall("run_command", {"CommandLine": "pytest"}), tools.run_command),
-                (ToolCall("run_command", {"CommandLine": "make deploy"}), tools.run_command),
+                (ToolCall("run_command", {"CommandLine": last}), tools.run_command),
             ]
+            if temper.pushes:  # not approved (confirm-command), and never run (no-rm-rf)
+                plan += [
+                    (
+                        ToolCall("run_command", {"CommandLine": "git push --force"}),
+                        tools.run_command,
+                    ),
+                    (
+                        ToolCall("run_command", {"CommandLine": "rm -rf ~/.cache"}),
+                        tools.run_command,
+                    ),
+                ]
         return [
             (replace(call, id=f"call_{turn_index}_{i}"), fn) for i, (call, fn) in enumerate(plan)
         ]

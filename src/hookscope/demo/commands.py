@@ -6,10 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from opentelemetry.sdk.environment_variables import OTEL_EXPORTER_OTLP_PROTOCOL
@@ -20,13 +22,14 @@ from rich.console import Console
 from rich.progress import Progress
 
 from hookscope.builtins import AuditLogError
-from hookscope.demo.agent import DemoAgent
+from hookscope.demo.agent import DemoAgent, DemoResult
 from hookscope.demo.judge import ScriptedJudge, demo_hooks
 from hookscope.demo.timeline import (
     Tally,
     drawable,
     is_session,
     render_sessions,
+    session_id,
     span_dict,
     summarize,
     summary_table,
@@ -77,10 +80,29 @@ def _serve_prometheus(port: int) -> tuple[object, threading.Thread]:
         ) from None
 
 
+async def _run_agents(
+    agents: list[DemoAgent], sessions: int, duration_s: float, advance: Callable[[], object]
+) -> None:
+    """Every agent's sessions, interleaved, spread evenly over ``duration_s`` when positive:
+    alert rules look at rates over minutes, so a story told in one burst fires nothing."""
+    results = [DemoResult() for _ in agents]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for index in range(sessions):
+        for agent, result in zip(agents, results, strict=True):
+            await agent.run_session(index, result)
+            advance()
+        if duration_s > 0:
+            due = started + duration_s * (index + 1) / sessions
+            await asyncio.sleep(max(0.0, due - loop.time()))
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo sessions with telemetry on; print their timelines and a summary."""
     if args.sessions < 1:
         raise CommandError(f"--sessions must be at least 1, got {args.sessions}")
+    if not 0 <= args.duration <= 86_400:
+        raise CommandError(f"--duration must be 0 to 86400 seconds, got {args.duration:g}")
     if args.otlp:
         _check_reachable(args.otlp)
     try:
@@ -98,9 +120,10 @@ def run_demo(args: argparse.Namespace) -> int:
         telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(recorded))
     server = None
     if args.prometheus_port is not None:
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from hookscope.telemetry._scrape import ExemplarPrometheusReader
 
-        telemetry.meter_provider.add_metric_reader(PrometheusMetricReader())  # type: ignore[attr-defined]
+        reader = ExemplarPrometheusReader()  # buckets carry trace exemplars (OpenMetrics)
+        telemetry.meter_provider.add_metric_reader(reader)  # type: ignore[attr-defined]
         server, _ = _serve_prometheus(args.prometheus_port)
     hook = OTelHook(
         telemetry.tracer_provider,
@@ -115,15 +138,29 @@ def run_demo(args: argparse.Namespace) -> int:
         ):
             configured = demo_hooks(judge.base_url, Path(workspace))  # demo/hookscope.toml
             audit_log = Path(args.directory) / "audit.jsonl"
+            run_id = secrets.token_hex(3)  # session ids unique per run: runs never merge
             try:
-                agent = DemoAgent(
-                    Path(workspace), [hook, *configured], args.seed, audit_log=audit_log
-                )
+                agents = [
+                    DemoAgent(
+                        Path(workspace),
+                        [hook, *configured],
+                        args.seed,
+                        audit_log=audit_log,
+                        agent=name,
+                        run_id=run_id,
+                    )
+                    for name in args.agents
+                ]
             except AuditLogError as error:  # an unwritable --directory, with --otlp
                 raise CommandError(str(error)) from None
-            with Progress(console=console, transient=True, disable=args.sessions < 2) as progress:
-                task = progress.add_task("sessions", total=args.sessions)
-                asyncio.run(agent.run(args.sessions, lambda _: progress.advance(task)))
+            total = args.sessions * len(agents)
+            with Progress(console=console, transient=True, disable=total < 2) as progress:
+                task = progress.add_task("sessions", total=total)
+                asyncio.run(
+                    _run_agents(
+                        agents, args.sessions, args.duration, lambda: progress.advance(task)
+                    )
+                )
         telemetry.force_flush()
         spans = [span_dict(span) for span in recorded.get_finished_spans()]
         timelines = render_sessions(spans)
@@ -169,16 +206,16 @@ def _session_spans(
     left_out: dict[str, int] = {}
     spans = []
     for span in iter_spans(directory, ReadProblems()):  # problems were counted in pass one
-        session_id = span["attributes"].get("session.id")
-        if not isinstance(session_id, str) or session_id not in chosen:
+        sid = session_id(span)
+        if not isinstance(sid, str) or sid not in chosen:
             continue
         if not drawable(span):
             problems.note("unexpected", f"span {span['span_id']}", "attributes of odd types")
             continue
-        if kept.get(session_id, 0) >= MAX_SPANS_PER_SESSION and not is_session(span):
-            left_out[session_id] = left_out.get(session_id, 0) + 1
+        if kept.get(sid, 0) >= MAX_SPANS_PER_SESSION and not is_session(span):
+            left_out[sid] = left_out.get(sid, 0) + 1
             continue
-        kept[session_id] = kept.get(session_id, 0) + 1
+        kept[sid] = kept.get(sid, 0) + 1
         span.pop("resource", None)  # shared per batch, not needed to draw
         spans.append(span)
     return spans, left_out
@@ -198,7 +235,7 @@ def _scan(directory: str, problems: ReadProblems) -> tuple[Tally, list[str]]:
             tally.add(span)
             if is_session(span):
                 start = span["start_time_unix_nano"]
-                sessions.append((start, str(span["attributes"].get("session.id"))))
+                sessions.append((start, str(session_id(span))))
     except FileNotFoundError:
         raise CommandError(
             f"no telemetry in {directory}: run `hookscope demo` first, or pass the "
@@ -206,7 +243,7 @@ def _scan(directory: str, problems: ReadProblems) -> tuple[Tally, list[str]]:
         ) from None
     except (TelemetryFileError, OSError) as error:
         raise CommandError(f"cannot read {directory}: {error}") from None
-    return tally, [session_id for _, session_id in sorted(sessions)]
+    return tally, [sid for _, sid in sorted(sessions)]
 
 
 def _chosen(args: argparse.Namespace, known: list[str]) -> list[str]:
@@ -245,8 +282,8 @@ def view(args: argparse.Namespace) -> int:
         ) from None
     for timeline in timelines:
         console.print(timeline)
-    for session_id, count in left_out.items():
-        console.print(f"session {session_id}: {count} more spans not drawn")
+    for sid, count in left_out.items():
+        console.print(f"session {sid}: {count} more spans not drawn")
     # One session asked for: its own summary; else every session in the directory.
     console.print(summary_table(summarize(spans) if args.session else tally.summary()))
     return 0

@@ -28,6 +28,7 @@ __all__ = [
     "drawable",
     "render",
     "render_sessions",
+    "session_id",
     "session_ids",
     "span_dict",
     "summarize",
@@ -93,6 +94,14 @@ def is_session(span: Span) -> bool:
     return _is_session(span)
 
 
+def session_id(span: Span) -> object:
+    """The session a span belongs to: its ``session.id``; a turn-layout session span has
+    none (so Phoenix shows no empty first turn) and names it in ``hookscope.session.id``."""
+    a = span["attributes"]
+    found = a.get(sc.SESSION_ID)
+    return a.get(sc.SESSION_KEY) if found is None else found
+
+
 def _is_session(span: Span) -> bool:
     return sc.SESSION_OUTCOME in span["attributes"] and span.get("parent_span_id") is None
 
@@ -100,7 +109,7 @@ def _is_session(span: Span) -> bool:
 def session_ids(spans: Iterable[Span]) -> list[str]:
     """The ids of the sessions whose root span is among ``spans``, in start order."""
     roots = sorted((s for s in spans if _is_session(s)), key=lambda s: s["start_time_unix_nano"])
-    return [str(s["attributes"][sc.SESSION_ID]) for s in roots]
+    return [str(session_id(s)) for s in roots]
 
 
 def _children(spans: Sequence[Span]) -> dict[str | None, list[Span]]:
@@ -114,9 +123,11 @@ def _tool_line(span: Span) -> Text:
     a = span["attributes"]
     outcome = a.get(sc.TOOL_OUTCOME, "?")
     mark, style = _MARKS.get(outcome, ("·", "white"))
-    tool = a.get(sc.GEN_AI_TOOL_NAME, span["name"])
+    tool = str(a.get(sc.GEN_AI_TOOL_NAME, span["name"]))
     server = a.get(sc.TOOL_SERVER)
-    line = Text.assemble((f"{mark} ", style), (f"{server}/{tool}" if server else str(tool), "bold"))
+    if server and not tool.startswith(f"{server}/"):  # written before tools were server/tool
+        tool = f"{server}/{tool}"
+    line = Text.assemble((f"{mark} ", style), (tool, "bold"))
     if outcome != sc.TOOL_DENIED:
         line.append(f"  {_ms(span):.1f} ms", "dim")
     rule = a.get(sc.POLICY_RULE)
@@ -211,11 +222,11 @@ def render_sessions(spans: Sequence[Span]) -> list[RenderableType]:
         if not _is_session(session):
             continue
         a = session["attributes"]
-        session_id = str(a.get(sc.SESSION_ID))
+        sid = str(session_id(session))
         outcome = a.get(sc.SESSION_OUTCOME)
         tree = Tree(
             Text.assemble(
-                (f"session {session_id}", "bold"),
+                (f"session {sid}", "bold"),
                 f"  {a.get(sc.GEN_AI_AGENT_NAME)}  ",
                 (str(outcome), "green" if outcome == "completed" else "red"),
                 (
@@ -227,7 +238,7 @@ def render_sessions(spans: Sequence[Span]) -> list[RenderableType]:
                 ),
             )
         )
-        turns = children.get(session["span_id"], []) + by_session.get(session_id, [])
+        turns = children.get(session["span_id"], []) + by_session.get(sid, [])
         for turn in sorted(turns, key=lambda s: s["attributes"].get(sc.TURN_INDEX, 0)):
             tree.add(_turn_tree(turn, children))
         trees.append(tree)

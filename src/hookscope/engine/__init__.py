@@ -5,8 +5,10 @@ Code settings file into a :class:`HookTable` a :class:`~hookscope.runner.HookRun
 ``watch(runner, path)`` keeps it in step with the file. See DESIGN §7.
 """
 
+from hookscope.engine.claude import ToolAlias
 from hookscope.engine.command import CommandHook
-from hookscope.engine.config import ConfigError, HookEntry, HookTable, load
+from hookscope.engine.config import ConfigError, HookEntry, HookTable, Idle, load
+from hookscope.engine.http import HttpHook
 from hookscope.engine.prompt import PromptHook
 from hookscope.engine.watch import Watch, watch
 from hookscope.matching import HookMatcher
@@ -17,7 +19,10 @@ __all__ = [
     "HookEntry",
     "HookMatcher",
     "HookTable",
+    "HttpHook",
+    "Idle",
     "PromptHook",
+    "ToolAlias",
     "Watch",
     "load",
     "watch",

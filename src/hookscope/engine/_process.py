@@ -109,12 +109,20 @@ def _safe_base(word: str) -> str:
     return base if base and not _ASSIGNMENT.match(base) else ""
 
 
+#: Words that open a compound command: a shell string starting with one (``if grep -q …;
+#: then …; fi``) runs no program of that name, the shell runs it all.
+_SHELL_SYNTAX: Final = frozenset({"if", "for", "while", "until", "case", "select", "!", "{", "[["})
+
+
 def executable_name(command: str | None, args: Sequence[str] | None) -> str:
     """The base name of the program a hook runs, safe to record (the command line never is):
-    never a ``VAR=value`` prefix, a URL's query or its user and password."""
+    never a ``VAR=value`` prefix, a URL's query or its user and password; ``sh`` for a shell
+    string that is shell syntax rather than a program (``if …``, ``(cd …)``)."""
     words = _words(command, args)
     index = _program_index(words)
     name = _safe_base(words[index]) if index < len(words) else ""
+    if command is not None and (name in _SHELL_SYNTAX or name.startswith(("(", "{"))):
+        return "sh"
     return name or ("sh" if command is not None else "command")
 
 

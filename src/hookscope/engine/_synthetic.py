@@ -8,6 +8,7 @@ from typing import Any
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.engine.config import HookTable
 from hookscope.engine.envelope import TOOL_EVENTS
+from hookscope.engine.transcript import TranscriptWriter
 from hookscope.hooks import HookEvent
 from hookscope.runner import DispatchObserver, HookRunner
 from hookscope.types import (
@@ -43,6 +44,8 @@ class _Lines(DispatchObserver):
         error: BaseException | None,
         duration_s: float,
     ) -> None:
+        if hook_name == TranscriptWriter.name:
+            return  # the transcript the hooks read, not one of them
         verdict, message = _verdict(result, error)
         self.lines.append(f"{hook_name}\t{verdict}\t{message or '-'}\t{duration_s * 1000:.1f} ms")
 
@@ -111,14 +114,28 @@ def _allowed(result: Any) -> bool:
 
 
 async def run_event(
-    table: HookTable, event: HookEvent, tool: str | None, given: Any
+    table: HookTable,
+    event: HookEvent,
+    tool: str | None,
+    given: Any,
+    session_id: str = "hooks-run",
 ) -> tuple[Sequence[str], bool]:
-    """Run ``table``'s hooks for one synthetic ``event``; (one line per hook, allowed?)."""
+    """Run ``table``'s hooks for one synthetic ``event``; (one line per hook, then what the
+    hooks asked for, allowed?)."""
     runner = HookRunner(table)
     lines = _Lines()
     runner.observe(lines)
-    session = SessionContext("hooks-run", "hookscope-cli")
+    session = SessionContext(session_id, "hookscope-cli")
     turn = TurnContext(session, 0, given if event == "pre_turn" else None)
     context, data = _data(event, turn, tool, given)
     dispatch = await runner.dispatch(event, context, data)
-    return lines.lines, _allowed(dispatch.result)
+    result = dispatch.result
+    asked = list(lines.lines)
+    if isinstance(result, HookResult) and result.continuation:
+        asked.append(f"continue:\t{result.continuation}")
+    if event == "post_tool_call" and isinstance(result, HookResult) and result.message:
+        asked.append(f"feedback:\t{result.message}")
+    asked.extend(
+        f"context:\t{text}" for text in [*session.context_additions, *turn.context_additions]
+    )
+    return asked, _allowed(result) if event != "post_tool_call" else True

@@ -16,24 +16,32 @@ from __future__ import annotations
 
 import math
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, final, overload
+from typing import Any, Final
 
 from hookscope._reader import MAX_BYTES, InputError, read_json, read_toml
 from hookscope._registry import close_hooks
+from hookscope.engine._claude_config import (
+    ClaudeLoad,
+    Idle,
+    is_claude_settings,
+    load_claude,
+    transcript_writer,
+)
 from hookscope.engine._reference import PythonReference, build_python_hook
+from hookscope.engine._table import ConfigError, HookEntry, HookTable, Problems
+from hookscope.engine.claude import ClaudeNames, parse_aliases
 from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
-from hookscope.engine.envelope import CLAUDE_EVENTS, TOOL_EVENTS
+from hookscope.engine.envelope import TOOL_EVENTS
+from hookscope.engine.http import HttpHook
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
-from hookscope.types import HookscopeError
 
-__all__ = ["ConfigError", "HookEntry", "HookTable", "load"]
+__all__ = ["ConfigError", "HookEntry", "HookTable", "Idle", "load"]
 
 _TYPES: Final = ("command", "prompt", "python")
 _COMMON_KEYS: Final = frozenset({"type", "name", "matcher", "timeout", "on_failure"})
@@ -43,94 +51,7 @@ _KEYS: Final[Mapping[str, frozenset[str]]] = {
     "python": _COMMON_KEYS | {"hook", "options"},
 }
 _MATCHER_KEYS: Final = frozenset({"tools", "paths", "tiers"})
-# What Claude Code's matchers on non-tool events are matched against, as hookscope runs them.
-_CLAUDE_SOURCES: Final[Mapping[str, str]] = {"SessionStart": "startup", "PreCompact": "auto"}
-_CLAUDE_NAMES: Final = {ours: theirs for theirs, ours in CLAUDE_EVENTS.items()}
-_NAMES: Final = re.compile(r"[\w\-]+(?:\|[\w\-]+)*")
-
-
-class ConfigError(HookscopeError, ValueError):
-    """A hook configuration failed validation; nothing from it was applied.
-
-    Attributes:
-        source: The file (or ``<mapping>``) that failed.
-        problems: Every problem found, each ``"<entry>: <what is wrong>; <fix>"``.
-    """
-
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        listed = "\n".join(f"  {source}: {problem}" for problem in self.problems)
-        count = len(self.problems)
-        super().__init__(f"{count} problem{'s' * (count != 1)} in {source}:\n{listed}")
-
-
-@dataclass(frozen=True, slots=True)
-class HookEntry:
-    """One configured hook: the event it was listed under, the hook, and where it came from."""
-
-    event: HookEvent
-    hook: object
-    entry: str
-
-
-@final
-class HookTable(Sequence[object]):
-    """An immutable sequence of configured hooks, in file order.
-
-    ``HookRunner(table)``, ``runner.register(h) for h in table`` and
-    ``runner.replace(old_table, new_table)`` all work. :attr:`entries` keeps the event each
-    hook was listed under (``hookscope hooks check`` prints it). :meth:`close` closes the
-    hooks the table built (``watch()`` calls it on the table a reload replaces).
-    """
-
-    __slots__ = ("_built", "entries", "source")
-
-    def __init__(
-        self,
-        entries: Sequence[HookEntry] = (),
-        source: str | None = None,
-        *,
-        built: Iterable[object] = (),
-    ) -> None:
-        self.entries: tuple[HookEntry, ...] = tuple(entries)
-        #: The file the table was loaded from; ``None`` for a mapping.
-        self.source = source
-        self._built = tuple(built)
-
-    def close(self) -> None:
-        """Close (``close()``, where a hook has one) every hook this table built: command and
-        prompt hooks and instantiated classes, never an object a reference names as it is
-        (it may serve elsewhere)."""
-        close_hooks(self._built)
-
-    @overload
-    def __getitem__(self, index: int) -> object: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[object, ...]: ...
-    def __getitem__(self, index: int | slice) -> object:
-        if isinstance(index, slice):
-            return tuple(entry.hook for entry in self.entries[index])
-        return self.entries[index].hook
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __iter__(self) -> Iterator[object]:
-        return (entry.hook for entry in self.entries)
-
-    def __repr__(self) -> str:
-        return f"HookTable({len(self.entries)} hooks from {self.source or '<mapping>'})"
-
-
-class _Problems:
-    """Collects every problem of one file instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.found: list[str] = []
-
-    def add(self, entry: str, problem: str) -> None:
-        self.found.append(f"{entry}: {problem}")
+_FAILURE_MODES: Final = ("hookscope", "claude")
 
 
 def _read(path: Path, content: bytes | None = None) -> tuple[Any, str]:
@@ -189,13 +110,27 @@ def _project_dir(path: Path | None) -> Path:
     if path is None:
         return Path.cwd()
     directory = path.resolve().parent
-    return directory.parent if directory.name == ".claude" else directory
+    if directory.name == ".claude":
+        return directory.parent
+    if _plugin_root(path) is not None:  # a plugin's hooks serve the project Claude runs in
+        return Path.cwd()
+    return directory
+
+
+def _plugin_root(path: Path | None) -> str | None:
+    """A plugin's root for its ``hooks/hooks.json`` (``${CLAUDE_PLUGIN_ROOT}``)."""
+    if path is None or path.name != "hooks.json" or path.resolve().parent.name != "hooks":
+        return None
+    return str(path.resolve().parent.parent)
 
 
 def load(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
-    tool_aliases: Mapping[str, str] | None = None,
+    tool_aliases: Mapping[str, Any] | None = None,
+    failure: str = "hookscope",
+    transcript: bool = True,
+    project_dir: str | os.PathLike[str] | None = None,
     call_references: bool = True,
     content: bytes | None = None,
 ) -> HookTable:
@@ -206,8 +141,16 @@ def load(
             ``[tool.hookscope]``), a Claude Code settings ``.json`` file, or a mapping in the
             TOML file's shape (``{"hooks": {"pre_tool_call": [...]}}``).
         tool_aliases: For Claude Code settings: their tool names → the agent's
-            (``{"Bash": "run_command"}``); matchers are translated, and the hook programs
-            still see the names they know.
+            (``{"Bash": "run_command"}``, or ``{"Bash": {"tool": "run_command", "args":
+            {"command": "CommandLine"}}}`` with the argument names); matchers match the
+            Claude names, and the hook programs see the names and arguments they know.
+        failure: ``"hookscope"`` (a failing hook denies: fail closed) or ``"claude"``
+            (Claude Code's semantics: only exit 2 blocks; other failures are logged, counted
+            and let through). In hookscope.toml: a top-level ``failure = "claude"``.
+        transcript: Keep the session transcript Claude Code hooks read (``transcript_path``);
+            with ``False`` the field names an empty file.
+        project_dir: The project the hooks serve (``cwd``, ``CLAUDE_PROJECT_DIR``); by default
+            the config file's (the directory above ``.claude/``), else the current directory.
         call_references: ``False`` resolves Python references (imports the module, finds
             the name, binds the options to its signature) without calling them: the table
             holds :class:`~hookscope.engine._reference.PythonReference` placeholders where
@@ -224,41 +167,99 @@ def load(
     path = None if isinstance(source, Mapping) else Path(source)
     label = "<mapping>" if path is None else str(path)
     data, prefix = (source, "") if path is None else _read(path, content)
-    problems = _Problems()
+    problems = Problems()
     entries: list[HookEntry] = []
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
+        if isinstance(data, Mapping) and data.get("disableAllHooks") is True:
+            return HookTable((), None if path is None else label)
         raise ConfigError(
             label, [f'no "{prefix}hooks" table; add one, e.g. [[{prefix}hooks.pre_tool_call]]']
         )
     hooks: Mapping[str, Any] = data["hooks"]
-    context = _Context(_project_dir(path), dict(tool_aliases or {}), problems, call_references)
-    if any(name in CLAUDE_EVENTS for name in hooks):
-        _load_claude(hooks, context, entries)
-    else:
-        extra = sorted(set(data) - {"hooks"})
-        if extra:
-            problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
-        if tool_aliases:
-            problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
-        _load_hookscope(hooks, prefix, context, entries)
+    if is_claude_settings(hooks) or (path is not None and path.suffix == ".json"):
+        if failure not in _FAILURE_MODES:
+            problems.add("failure", f'must be "hookscope" or "claude", got {failure!r}')
+        return _load_claude_file(
+            data, path, label, problems, failure, transcript, tool_aliases, project_dir
+        )
+    extra = sorted(set(data) - {"hooks", "failure"})
+    if extra:
+        problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
+    if tool_aliases:
+        problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
+    failure = data.get("failure", failure)
+    if failure not in _FAILURE_MODES:
+        problems.add(f"{prefix}failure", f'must be "hookscope" or "claude", got {failure!r}')
+    root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
+    context = _Context(root, {}, problems, failure == "claude", call_references)
+    _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
         close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes
         raise ConfigError(label, problems.found)
     return HookTable(entries, None if path is None else label, built=context.built)
 
 
+def _load_claude_file(
+    data: Mapping[str, Any],
+    path: Path | None,
+    label: str,
+    problems: Problems,
+    failure: str,
+    transcript: bool,
+    tool_aliases: Mapping[str, Any] | None,
+    project_dir: str | os.PathLike[str] | None,
+) -> HookTable:
+    try:
+        names = ClaudeNames(parse_aliases(tool_aliases))
+    except ValueError as error:
+        problems.add("tool_aliases", str(error))
+        names = ClaudeNames()
+    if data.get("disableAllHooks") is True:
+        return HookTable((), None if path is None else label)
+    root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
+    context = _Context(root, dict(names.names), problems, failure == "claude")
+
+    def build(
+        event: HookEvent, item: Mapping[str, Any], where: str, extra: dict[str, Any]
+    ) -> object | None:
+        if item.get("type") == "http":
+            hook = _http(event, item, where, context, extra)
+        else:
+            hook = _handler(event, item, where, context, item_matcher=False, extra=extra)
+        if hook is not None:
+            _check_registration(hook, where, context)
+        return hook
+
+    load = ClaudeLoad(
+        project_dir=root,
+        names=names,
+        failure=failure,
+        transcript=transcript,
+        plugin_root=_plugin_root(path),
+        add_problem=problems.add,
+        build=build,
+    )
+    load_claude(data["hooks"], load)
+    if problems.found:
+        close_hooks(context.built)
+        raise ConfigError(label, problems.found)
+    entries = [HookEntry(event, hook, entry) for event, hook, entry in load.hooks]
+    if entries and transcript:
+        entries.insert(0, HookEntry("pre_turn", transcript_writer(load), "transcript"))
+    return HookTable(
+        entries, None if path is None else label, load.idle, load.notes, built=context.built
+    )
+
+
 @dataclass
 class _Context:
     project_dir: Path
-    aliases: dict[str, str]
-    problems: _Problems
+    tool_names: dict[str, str]  # agent tool name → Claude Code's
+    problems: Problems
+    fail_open: bool = False  # failure="claude": a hook's failure lets the event through
     call_references: bool = True
     #: Hooks this load constructed (closed again when the file turns out invalid).
     built: list[object] = field(default_factory=list)
-
-    @property
-    def tool_names(self) -> dict[str, str]:
-        return {ours: theirs for theirs, ours in self.aliases.items()}
 
 
 def _load_hookscope(
@@ -278,81 +279,14 @@ def _load_hookscope(
                 entries.append(HookEntry(event, hook, f"{where}[{index}]"))
 
 
-def _load_claude(hooks: Mapping[str, Any], context: _Context, entries: list[HookEntry]) -> None:
-    for name, groups in hooks.items():
-        where = f"hooks.{name}"
-        if name in EVENTS:  # read as Claude Code settings because other keys are Claude's
-            context.problems.add(
-                where,
-                f"hookscope's event names cannot be mixed with Claude Code's in one file; "
-                f"write {_CLAUDE_NAMES.get(name, name)!r} here, or move this to hookscope.toml",
-            )
-            continue
-        if name not in CLAUDE_EVENTS:
-            context.problems.add(
-                where,
-                f"event {name!r} is not supported; hookscope runs "
-                f"{', '.join(CLAUDE_EVENTS)}: remove the entry or move it to another file",
-            )
-            continue
-        event = CLAUDE_EVENTS[name]
-        if not isinstance(groups, list):
-            context.problems.add(where, f"must be a list of matcher groups, got {groups!r}")
-            continue
-        for g, group in enumerate(groups):
-            here = f"{where}[{g}]"
-            if not isinstance(group, Mapping):
-                context.problems.add(here, 'must be an object {"matcher": ..., "hooks": [...]}')
-                continue
-            unknown = sorted(set(group) - {"matcher", "hooks"})
-            if unknown:
-                context.problems.add(here, f"unknown key(s) {unknown}; expected matcher, hooks")
-            handlers = group.get("hooks")
-            if not isinstance(handlers, list) or not handlers:
-                context.problems.add(here, '"hooks" must be a non-empty list of handlers')
-                continue
-            keep, matcher = _claude_matcher(name, event, group.get("matcher"), here, context)
-            for h, handler in enumerate(handlers):
-                entry = f"{here}.hooks[{h}]"
-                if isinstance(handler, Mapping) and handler.get("type") == "python":
-                    context.problems.add(entry, 'type must be "command" or "prompt" here')
-                    continue
-                hook = _handler(event, handler, entry, context, item_matcher=False)
-                if hook is not None and keep:
-                    hook.matcher = matcher  # type: ignore[attr-defined]
-                    _check_registration(hook, entry, context)
-                    entries.append(HookEntry(event, hook, entry))
-
-
-def _claude_matcher(
-    name: str, event: HookEvent, value: Any, where: str, context: _Context
-) -> tuple[bool, HookMatcher | None]:
-    """(whether the group's hooks ever run here, the matcher for them)."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "*")):
-        return True, None
-    if not isinstance(value, str):
-        context.problems.add(where, f"matcher must be a string, got {value!r}")
-        return False, None
-    if event not in TOOL_EVENTS:
-        if name not in _CLAUDE_SOURCES:
-            context.problems.add(where, f"a matcher has no effect on {name}; remove it")
-            return False, None
-        try:
-            return bool(re.fullmatch(value, _CLAUDE_SOURCES[name])), None
-        except re.error as error:
-            context.problems.add(where, f"matcher {value!r} is not a valid regex ({error})")
-            return False, None
-    if context.aliases and _NAMES.fullmatch(value):
-        value = "|".join(context.aliases.get(part, part) for part in value.split("|"))
-    try:
-        return True, HookMatcher(tools=value)
-    except ValueError as error:
-        context.problems.add(where, str(error))
-        return False, None
-
-
 def _handler(
-    event: HookEvent, item: Any, where: str, context: _Context, *, item_matcher: bool
+    event: HookEvent,
+    item: Any,
+    where: str,
+    context: _Context,
+    *,
+    item_matcher: bool,
+    extra: Mapping[str, Any] | None = None,
 ) -> object | None:
     """Build one hook from its entry, or record why not and return ``None``."""
     problems = context.problems
@@ -373,6 +307,10 @@ def _handler(
     options = _options(event, item, where, context, kind)
     if len(problems.found) > before:
         return None
+    if extra:
+        options.update(extra)
+        if kind != "command":  # only command hooks take Claude Code's run options
+            options.pop("claude", None)
     if kind == "command":
         hook: object = _command(event, item, where, context, options)
     elif kind == "prompt":
@@ -416,12 +354,12 @@ def _options(
         problems.add(where, f"timeout must be a positive number of seconds, got {timeout!r}")
     elif "timeout" in item or default is not None:
         options["timeout"] = None if timeout is None else float(timeout)
-    on_failure = item.get("on_failure", "deny")
+    on_failure = item.get("on_failure", "allow" if context.fail_open else "deny")
     if on_failure not in ("deny", "allow"):
         problems.add(
             where, f'on_failure must be "deny" (fail closed) or "allow", got {on_failure!r}'
         )
-    elif "on_failure" in item or kind != "python":
+    elif "on_failure" in item or kind != "python" or context.fail_open:
         options["fail_open"] = on_failure == "allow"
     if "matcher" in item:
         matcher = _matcher(event, item["matcher"], where, context)
@@ -491,6 +429,39 @@ def _command(
         )
     except ValueError as error:
         context.problems.add(where, str(error))
+        return None
+
+
+def _http(
+    event: HookEvent,
+    item: Mapping[str, Any],
+    where: str,
+    context: _Context,
+    extra: Mapping[str, Any],
+) -> object | None:
+    problems = context.problems
+    before = len(problems.found)
+    options = _options(event, item, where, context, "command")
+    url, headers = item.get("url"), item.get("headers")
+    allowed = item.get("allowedEnvVars", [])
+    if not isinstance(allowed, list) or not all(isinstance(v, str) for v in allowed):
+        problems.add(where, f"allowedEnvVars must be a list of variable names, got {allowed!r}")
+    if len(problems.found) > before:
+        return None
+    try:
+        hook = HttpHook(
+            event,
+            url=url if isinstance(url, str) else "",
+            headers=headers,
+            allowed_env_vars=allowed,
+            project_dir=context.project_dir,
+            **options,
+            **extra,
+        )
+        context.built.append(hook)
+        return hook
+    except ValueError as error:
+        problems.add(where, str(error))
         return None
 
 

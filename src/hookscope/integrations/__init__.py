@@ -2,6 +2,8 @@
 
 * :mod:`hookscope.integrations.antigravity`: ``AntigravityInstrumentor`` and plain hooks for
   the google-antigravity SDK (loads OpenTelemetry and the SDK when used).
+* :mod:`hookscope.integrations.openai_agents`: ``govern(agent, runner)`` and
+  ``OpenAIAgentsInstrumentor`` for the OpenAI Agents SDK (loads the SDK when used).
 * :mod:`hookscope.integrations.wrap`: :func:`wrap_tool` and :func:`wrap_agent` for agents
   written without any hook SDK.
 """
@@ -14,9 +16,11 @@ from hookscope.integrations.wrap import ToolCallDenied, TurnBlocked, wrap_agent,
 
 if TYPE_CHECKING:
     from hookscope.integrations.antigravity import AntigravityInstrumentor
+    from hookscope.integrations.openai_agents import OpenAIAgentsInstrumentor
 
 __all__ = [
     "AntigravityInstrumentor",
+    "OpenAIAgentsInstrumentor",
     "ToolCallDenied",
     "TurnBlocked",
     "wrap_agent",
@@ -30,4 +34,8 @@ def __getattr__(name: str) -> Any:
         from hookscope.integrations.antigravity import AntigravityInstrumentor
 
         return AntigravityInstrumentor
+    if name == "OpenAIAgentsInstrumentor":
+        from hookscope.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+        return OpenAIAgentsInstrumentor
     raise AttributeError(f"module 'hookscope.integrations' has no attribute {name!r}")

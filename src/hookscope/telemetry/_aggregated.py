@@ -22,6 +22,7 @@ never breaks one.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import weakref
 from bisect import bisect_left
@@ -56,6 +57,7 @@ logger = logging.getLogger("hookscope")
 #: The attributes the SDK gives the one point that holds a metric's series past its limit.
 _OVERFLOW: Final = {"otel.metric.overflow": True}
 _DEFAULT_LIMIT: Final = 2000  # the SDK's default series per metric and reader
+_UNLIMITED: Final = sys.maxsize  # OpenTelemetry 1.44: no limit
 
 
 class MetricProducer(Protocol):
@@ -347,7 +349,10 @@ def _produce(
     temporality = reader._instrument_class_temporality.get(
         _Histogram, AggregationTemporality.CUMULATIVE
     )
-    limit = view_limit or reader._instrument_class_cardinality_limit.get(_Histogram, _DEFAULT_LIMIT)
+    # OpenTelemetry 1.44 (hookscope's floor, google-adk's pin) has no cardinality limits.
+    limits = getattr(reader, "_instrument_class_cardinality_limit", None)
+    default = _DEFAULT_LIMIT if limits is not None else _UNLIMITED
+    limit = view_limit or (limits or {}).get(_Histogram, default)
     return producer.produce(reader, temporality, limit, readers)
 
 
@@ -406,7 +411,8 @@ def attach(meter_provider: MeterProvider, producer: MetricProducer, instrument: 
                 or not isinstance(view._aggregation, DefaultAggregation)
             ):
                 return False
-            view_limit = view._aggregation_cardinality_limit
+            # OpenTelemetry 1.45 added the per-view limit; 1.44 (hookscope's floor) has none.
+            view_limit = getattr(view, "_aggregation_cardinality_limit", None)
         for reader in consumer._reader_storages:
             preferred = reader._instrument_class_aggregation.get(_Histogram)
             if not isinstance(preferred, DefaultAggregation):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import socket
 import urllib.request
+import weakref
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal, final
 from urllib.parse import urlsplit
 
 from hookscope.redaction import mask_url
+from hookscope.types import HookscopeError
 
 __all__ = [
     "PROBE_TIMEOUT_S",
@@ -114,3 +116,52 @@ def probe(address: tuple[str, int], timeout_s: float = PROBE_TIMEOUT_S) -> OSErr
     except OSError as error:  # refused, timed out, no route, unknown host
         return error
     return None
+
+
+#: Answers of an endpoint that is up but has no route for a signal: Not Found, Method Not
+#: Allowed, Not Implemented (Phoenix answers 405 on /v1/metrics, Jaeger 404).
+NO_SIGNAL_STATUSES: Final = frozenset({404, 405, 501})
+
+
+@final
+class HttpStatus:
+    """The HTTP status of an OTLP/HTTP exporter's latest response (``None`` before one).
+
+    A ``requests`` response hook (:meth:`record`) for the protobuf exporters' session, and
+    written directly by hookscope's OTLP/JSON poster.
+    """
+
+    __slots__ = ("__weakref__", "code")
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+    def record(self, response: Any, *args: Any, **kwargs: Any) -> None:
+        self.code = int(response.status_code)
+
+
+#: The status holder of each OTLP/HTTP exporter configure() built.
+_STATUSES: weakref.WeakKeyDictionary[object, HttpStatus] = weakref.WeakKeyDictionary()
+
+
+def watch_status(exporter: object, status: HttpStatus) -> None:
+    """Remember that ``status`` holds ``exporter``'s latest HTTP status."""
+    _STATUSES[exporter] = status
+
+
+def status_of(exporter: object) -> HttpStatus | None:
+    """The holder of ``exporter``'s latest HTTP status, if it is an OTLP/HTTP exporter."""
+    return _STATUSES.get(exporter)
+
+
+class EndpointRefused(HookscopeError):
+    """An OTLP/HTTP endpoint answered a batch with an error status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"HTTP {code}")
+        self.code = code
+
+    @property
+    def takes_no_signal(self) -> bool:
+        """The endpoint is up but has no route for this signal."""
+        return self.code in NO_SIGNAL_STATUSES

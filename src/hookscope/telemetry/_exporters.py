@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from opentelemetry import metrics
 from opentelemetry.sdk._logs.export import ConsoleLogRecordExporter, LogRecordExporter
@@ -25,6 +25,8 @@ from opentelemetry.sdk.environment_variables import (
 )
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+
+from hookscope.telemetry._endpoint import HttpStatus, watch_status
 
 __all__ = [
     "OtlpProtocol",
@@ -74,6 +76,24 @@ def _grpc_headers(headers: Mapping[str, str] | None, signal_variable: str) -> di
     return merged
 
 
+_E = TypeVar("_E")
+
+
+def _watched(exporter: _E, status: HttpStatus) -> _E:
+    watch_status(exporter, status)
+    return exporter
+
+
+def _session(status: HttpStatus) -> Any:
+    """A ``requests`` session that notes every response's status in ``status``: so a failed
+    export can say "this endpoint takes no metrics" rather than "the endpoint is down"."""
+    import requests  # the OTLP/HTTP exporters' own dependency
+
+    session = requests.Session()
+    session.hooks["response"].append(status.record)
+    return session
+
+
 def otlp_span_exporter(
     protocol: OtlpProtocol,
     url: str | None,
@@ -95,10 +115,19 @@ def otlp_span_exporter(
         from hookscope.telemetry._otlp_json import JsonSpanExporter
 
         assert url is not None  # configure() always resolves the URL for http/json
-        return JsonSpanExporter(url, headers)
+        return _watched(JsonSpanExporter(url, headers, status := HttpStatus()), status)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=url, headers=headers, meter_provider=meter_provider)
+    status = HttpStatus()
+    return _watched(
+        OTLPSpanExporter(
+            endpoint=url,
+            headers=_dict(headers),
+            meter_provider=meter_provider,
+            session=_session(status),
+        ),
+        status,
+    )
 
 
 def otlp_metric_exporter(
@@ -117,10 +146,13 @@ def otlp_metric_exporter(
         from hookscope.telemetry._otlp_json import JsonMetricExporter
 
         assert url is not None
-        return JsonMetricExporter(url, headers)
+        return _watched(JsonMetricExporter(url, headers, status := HttpStatus()), status)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-    return OTLPMetricExporter(endpoint=url, headers=headers)
+    status = HttpStatus()
+    return _watched(
+        OTLPMetricExporter(endpoint=url, headers=_dict(headers), session=_session(status)), status
+    )
 
 
 def otlp_log_exporter(
@@ -139,10 +171,13 @@ def otlp_log_exporter(
         from hookscope.telemetry._otlp_json import JsonLogExporter
 
         assert url is not None
-        return JsonLogExporter(url, headers)
+        return _watched(JsonLogExporter(url, headers, status := HttpStatus()), status)
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter(endpoint=url, headers=headers)
+    status = HttpStatus()
+    return _watched(
+        OTLPLogExporter(endpoint=url, headers=_dict(headers), session=_session(status)), status
+    )
 
 
 def console_span_exporter() -> SpanExporter:
@@ -158,3 +193,8 @@ def console_metric_exporter() -> MetricExporter:
 def console_log_exporter() -> LogRecordExporter:
     """The SDK's console log record exporter."""
     return ConsoleLogRecordExporter()
+
+
+def _dict(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    # OpenTelemetry 1.44's exporters are typed for a dict (1.45 takes any mapping).
+    return None if headers is None else dict(headers)

@@ -49,7 +49,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from hookscope._version import __version__
-from hookscope.telemetry._endpoint import Signal, Target, probe
+from hookscope.telemetry._endpoint import (
+    EndpointRefused,
+    HttpStatus,
+    Signal,
+    Target,
+    probe,
+    status_of,
+)
 from hookscope.telemetry.semconv import (
     INSTRUMENTATION_SCOPE,
     METRIC_EXPORT_DROPPED,
@@ -142,19 +149,43 @@ class ExportHealth:
         if self._failed is not None and self._dropped is not None:
             self._failed.add(1, attributes)
             self._dropped.add(dropped, attributes)
-        if failures == 0 and not silent:
+        if failures or silent:
+            return
+        if isinstance(error, EndpointRefused) and error.takes_no_signal:
+            # Up, but not for this signal: say so, and what to set ("check that it is up"
+            # would send the user after a server that is running).
             logger.warning(
-                "hookscope: exporting %s to %s failed%s; the agent is unaffected but %s are "
-                "dropped until it recovers. %s. Further failures are counted in %s (items in "
-                "%s), not logged.",
-                signal,
+                "hookscope: %s takes no %s (HTTP %d): the endpoint is up but has no %s "
+                "route, as traces-only backends (Phoenix, Jaeger) have none for metrics. "
+                "Set OTEL_%s_EXPORTER=none to stop sending them; until then they are "
+                "dropped, counted in %s (items in %s), not logged.",
                 target.text,
-                f" ({type(error).__name__}: {error})" if error is not None else "",
                 signal,
-                target.hint,
+                error.code,
+                signal,
+                signal.upper(),
                 METRIC_EXPORT_FAILURES,
                 METRIC_EXPORT_DROPPED,
             )
+            return
+        if isinstance(error, EndpointRefused):  # it answered: it is up, the batch was refused
+            detail = f" ({error}: the endpoint is up and refused the batch)"
+            hint = "Check the endpoint's URL path, headers and credentials"
+        else:
+            detail = f" ({type(error).__name__}: {error})" if error is not None else ""
+            hint = target.hint
+        logger.warning(
+            "hookscope: exporting %s to %s failed%s; the agent is unaffected but %s are "
+            "dropped until it recovers. %s. Further failures are counted in %s (items in "
+            "%s), not logged.",
+            signal,
+            target.text,
+            detail,
+            signal,
+            hint,
+            METRIC_EXPORT_FAILURES,
+            METRIC_EXPORT_DROPPED,
+        )
 
 
 # --- the circuit breaker ------------------------------------------------------------------
@@ -177,14 +208,22 @@ class ExportGuard:
         "_health",
         "_lock",
         "_open_until",
+        "_status",
         "_verified",
         "target",
     )
 
     def __init__(
-        self, health: ExportHealth, target: Target, clock: Callable[[], float] = monotonic
+        self,
+        health: ExportHealth,
+        target: Target,
+        clock: Callable[[], float] = monotonic,
+        status: HttpStatus | None = None,
     ) -> None:
         self.target = target
+        #: The exporter's latest HTTP status (OTLP/HTTP): a failed export that got an answer
+        #: was refused by a live endpoint, which the log message says rather than "down".
+        self._status = status
         self._health = health
         self._clock = clock
         self._lock = threading.Lock()
@@ -215,10 +254,15 @@ class ExportGuard:
             error = probe(address)
         ok = False
         if error is None:
+            status = self._status
+            if status is not None:
+                status.code = None
             try:
                 ok = export()
             except Exception as caught:  # an exporter bug must not kill the SDK's worker thread
                 error = caught
+            if not ok and error is None and status is not None and status.code is not None:
+                error = EndpointRefused(status.code)
         self._settle(ok)
         self._health.record(self.target, ok, error, 0 if ok else items())
         return ok
@@ -263,7 +307,7 @@ class GuardedSpanExporter(SpanExporter):
         clock: Callable[[], float] = monotonic,
     ) -> None:
         self._inner = inner
-        self.guard = ExportGuard(health, target, clock)
+        self.guard = ExportGuard(health, target, clock, status_of(inner))
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         ok = self.guard.run(
@@ -305,7 +349,7 @@ class GuardedMetricExporter(MetricExporter):
             preferred_aggregation=inner._preferred_aggregation,
         )
         self._inner = inner
-        self.guard = ExportGuard(health, target, clock)
+        self.guard = ExportGuard(health, target, clock, status_of(inner))
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -338,7 +382,7 @@ class GuardedLogExporter(LogRecordExporter):
         clock: Callable[[], float] = monotonic,
     ) -> None:
         self._inner = inner
-        self.guard = ExportGuard(health, target, clock)
+        self.guard = ExportGuard(health, target, clock, status_of(inner))
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         ok = self.guard.run(

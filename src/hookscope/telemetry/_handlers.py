@@ -12,6 +12,7 @@ from collections.abc import Callable, Sized
 from time import time_ns
 from typing import Any, Final
 
+from opentelemetry._logs import Logger
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Tracer
 
@@ -50,6 +51,22 @@ class EventHandlers:
     _tracer: Tracer
     _messages: Messages
     instruments: Instruments
+    #: Where lifecycle events go (``OTelHook(events=...)``): span events, log records, both.
+    _span_events: bool
+    _event_logger: Logger | None
+
+    def event(
+        self, record: SpanRecord, name: str, attributes: dict[str, Any] | None = None
+    ) -> None:
+        """Report lifecycle event ``name`` of ``record``'s span: as a span event, as a log
+        record through the Logs API in the span's context (OTEP 4430's log-based events), or
+        both. Callers check ``record.recording`` first: a sampled-out span gets neither."""
+        if self._span_events:
+            record.span.add_event(name, attributes)
+        if self._event_logger is not None:
+            self._event_logger.emit(
+                timestamp=time_ns(), event_name=name, context=record.context, attributes=attributes
+            )
 
     def event_routes(
         self, session_key: str, turn_key: str, operation_key: str
@@ -102,11 +119,11 @@ class EventHandlers:
 
     def _session_started(self, record: SessionRecord, data: Any, result: Any, by: Any) -> None:
         if record.recording:
-            record.span.add_event(sc.EVENT_NAMES["on_session_start"])
+            self.event(record, sc.EVENT_NAMES["on_session_start"])
 
     def _session_ending(self, record: SessionRecord, data: Any, result: Any, by: Any) -> None:
         if record.recording:
-            record.span.add_event(sc.EVENT_NAMES["on_session_end"])
+            self.event(record, sc.EVENT_NAMES["on_session_end"])
 
     def _pre_turn(self, record: TurnRecord, prompt: Any, result: HookResult, by: Any) -> None:
         if not result.allow:
@@ -119,7 +136,7 @@ class EventHandlers:
                 attributes[sc.TURN_DECIDED_BY] = by
             attributes[sc.TURN_MESSAGE] = result.message[:_MAX_REASON]
             record.span.set_attributes(attributes)
-        record.span.add_event(sc.EVENT_NAMES["pre_turn"], attributes)
+        self.event(record, sc.EVENT_NAMES["pre_turn"], attributes)
 
     def _post_turn(self, record: TurnRecord, response: ChatResponse, result: Any, by: Any) -> None:
         if not record.recording:
@@ -148,7 +165,7 @@ class EventHandlers:
                 },
                 inputs_on_span=False,
             )
-        span.add_event(sc.EVENT_NAMES["post_turn"])
+        self.event(record, sc.EVENT_NAMES["post_turn"])
 
     # --- tool calls and interactions ---
 
@@ -167,6 +184,10 @@ class EventHandlers:
             record.ran = True
         else:
             record.outcome = sc.TOOL_DENIED
+        # The hook that stopped the dispatch, else the policy hook that decided: a denial by a
+        # plain decide hook has no rule, and this is what names it (on panels too).
+        decided_by = by or (record.policy_hook if decision is not None else None)
+        record.rule, record.decided_by = rule, decided_by
         instruments = self.instruments
         instruments.policy_decisions.add(
             (
@@ -176,6 +197,7 @@ class EventHandlers:
                 outcome,
                 instruments.rule_name(rule) if rule is not None else None,
                 bucket,
+                instruments.hook_name(decided_by) if decided_by is not None else None,
             )
         )
         if not record.recording:
@@ -189,14 +211,13 @@ class EventHandlers:
                 attributes[sc.POLICY_BUCKET] = bucket
         elif not result.allow:
             attributes[sc.POLICY_REASON] = self._reason(result.message)
-        decided_by = by or (record.policy_hook if decision is not None else None)
         if decided_by is not None:
             attributes[sc.POLICY_DECIDED_BY] = decided_by
         span = record.span
         span.set_attributes(attributes)
         if self._messages.on_spans:
             self._messages.value(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args)
-        span.add_event(sc.EVENT_NAMES["pre_tool_call"], attributes)
+        self.event(record, sc.EVENT_NAMES["pre_tool_call"], attributes)
 
     def _post_tool_call(self, record: OperationRecord, data: Any, result: Any, by: Any) -> None:
         record.outcome = sc.TOOL_SUCCEEDED
@@ -204,7 +225,7 @@ class EventHandlers:
             span = record.span
             if self._messages.on_spans:
                 self._messages.value(span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value)
-            span.add_event(sc.EVENT_NAMES["post_tool_call"])
+            self.event(record, sc.EVENT_NAMES["post_tool_call"])
 
     def _on_tool_error(
         self, record: OperationRecord, error: BaseException, recovery: Any, by: str | None
@@ -226,8 +247,9 @@ class EventHandlers:
             attributes: dict[str, Any] = {sc.ERROR_TYPE: kind, sc.RECOVERY_RECOVERED: recovered}
             if recovered and by is not None:
                 attributes[sc.RECOVERY_HOOK] = by
+                record.recovered_by = by
             record.span.set_attributes(attributes)
-            record.span.add_event(sc.EVENT_NAMES["on_tool_error"], attributes)
+            self.event(record, sc.EVENT_NAMES["on_tool_error"], attributes)
 
     def _on_interaction(
         self, record: OperationRecord, questions: Any, answers: Any, by: Any
@@ -243,7 +265,7 @@ class EventHandlers:
         span = record.span
         span.set_attributes(attributes)
         self._messages.value(span, sc.INTERACTION_QUESTIONS, sc.INPUT_VALUE, questions)
-        span.add_event(sc.EVENT_NAMES["on_interaction"], attributes)
+        self.event(record, sc.EVENT_NAMES["on_interaction"], attributes)
 
     # --- compaction ---
 
@@ -260,13 +282,15 @@ class EventHandlers:
             attributes[sc.COMPACTION_SUMMARY_LENGTH] = len(summary)
             if by is not None:
                 attributes[sc.COMPACTION_SUMMARIZED_BY] = by
-        record.span.add_event(sc.EVENT_NAMES["pre_compaction"], attributes)
+        self.event(record, sc.EVENT_NAMES["pre_compaction"], attributes)
 
     def _on_compaction(self, record: TurnRecord, summary: str, result: Any, by: Any) -> None:
         self.instruments.compactions.add((record.metric_agent, sc.COMPACTION_POST))
         if record.recording:
-            record.span.add_event(
-                sc.EVENT_NAMES["on_compaction"], {sc.COMPACTION_SUMMARY_LENGTH: len(summary)}
+            self.event(
+                record,
+                sc.EVENT_NAMES["on_compaction"],
+                {sc.COMPACTION_SUMMARY_LENGTH: len(summary)},
             )
 
     # --- model calls ---
@@ -361,7 +385,7 @@ class EventHandlers:
         chat.deactivate()  # current only while reported: the model call happens outside
         if chat.recording:
             chat.span.set_attribute(sc.GUARDRAIL_REQUEST, decision.action)
-            chat.span.add_event(sc.EVENT_NAMES["pre_llm_request"], attributes)
+            self.event(chat, sc.EVENT_NAMES["pre_llm_request"], attributes)
         if decision.action == "block":  # the model is not called: the chat span ends here
             self.end_chat(record, None, time_ns(), called=False)
 
@@ -413,7 +437,7 @@ class EventHandlers:
         if response.usage is not None:
             attributes.update(usage_attributes(response.usage, openinference=True))
         span.set_attributes(attributes)
-        span.add_event(sc.EVENT_NAMES["on_llm_response"], event or {})
+        self.event(chat, sc.EVENT_NAMES["on_llm_response"], event or {})
         messages = self._messages
         if messages.on_spans or messages.on_events:
             identity: dict[str, Any] = {

@@ -17,6 +17,7 @@ to try again (:mod:`hookscope.telemetry._guard`).
 from __future__ import annotations
 
 import gzip
+import importlib
 import logging
 import os
 import urllib.error
@@ -25,7 +26,6 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
-from opentelemetry.exporter.otlp.common._aggregation import _get_aggregation, _get_temporality
 from opentelemetry.exporter.otlp.json.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
@@ -38,7 +38,7 @@ from opentelemetry.util.re import parse_env_headers
 
 from hookscope._version import __version__
 from hookscope.redaction import mask_url
-from hookscope.telemetry._endpoint import Signal
+from hookscope.telemetry._endpoint import HttpStatus, Signal
 from hookscope.types import HookscopeError
 
 __all__ = [
@@ -50,6 +50,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+try:  # OpenTelemetry >= 1.45: the OTLP exporters share them in opentelemetry-exporter-otlp-common
+    _aggregation: Any = importlib.import_module("opentelemetry.exporter.otlp.common._aggregation")
+except ImportError:  # 1.44 (the release google-adk pins): the JSON encoders carry their own copy
+    _aggregation = importlib.import_module("opentelemetry.exporter.otlp.json.common._internal")
+#: The protobuf exporters' reading of the temporality and histogram variables.
+_get_temporality = _aggregation._get_temporality
+_get_aggregation = _aggregation._get_aggregation
 
 _DEFAULT_TIMEOUT_S: Final = 10.0
 _COMPRESSIONS: Final = ("none", "gzip", "deflate")
@@ -98,11 +106,19 @@ class JsonPoster:
         ValueError: a timeout or compression variable holds an unusable value.
     """
 
-    __slots__ = ("_compression", "_headers", "_timeout_s", "url")
+    __slots__ = ("_compression", "_headers", "_timeout_s", "status", "url")
 
-    def __init__(self, signal: Signal, url: str, headers: Mapping[str, str] | None) -> None:
+    def __init__(
+        self,
+        signal: Signal,
+        url: str,
+        headers: Mapping[str, str] | None,
+        status: HttpStatus | None = None,
+    ) -> None:
         check_settings(signal)
         self.url = url
+        #: The latest response's HTTP status, for the guard's failure message.
+        self.status = status or HttpStatus()
         raw = _setting(signal, "HEADERS")
         merged = dict(parse_env_headers(raw[1] if raw else "", liberal=True))
         merged.update({key.lower(): value for key, value in (headers or {}).items()})
@@ -127,7 +143,9 @@ class JsonPoster:
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 response.read()
+                self.status.code = response.status
         except urllib.error.HTTPError as error:
+            self.status.code = error.code
             logger.error("OTLP/JSON export to %s refused: HTTP %d", mask_url(self.url), error.code)
             return False
         except OSError as error:  # refused, timed out, TLS
@@ -140,8 +158,10 @@ class JsonPoster:
 class JsonSpanExporter(SpanExporter):
     """Exports spans as OTLP/JSON over HTTP."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
-        self._poster = JsonPoster("traces", url, headers)
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None = None, status: HttpStatus | None = None
+    ) -> None:
+        self._poster = JsonPoster("traces", url, headers, status)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         ok = self._poster.post(encode_spans(spans).to_json())
@@ -164,12 +184,14 @@ class JsonMetricExporter(MetricExporter):
     functions the protobuf exporters use.
     """
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None = None, status: HttpStatus | None = None
+    ) -> None:
         super().__init__(
             preferred_temporality=_get_temporality(None),
             preferred_aggregation=_get_aggregation(None),
         )
-        self._poster = JsonPoster("metrics", url, headers)
+        self._poster = JsonPoster("metrics", url, headers, status)
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -188,8 +210,10 @@ class JsonMetricExporter(MetricExporter):
 class JsonLogExporter(LogRecordExporter):
     """Exports log records as OTLP/JSON over HTTP."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
-        self._poster = JsonPoster("logs", url, headers)
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None = None, status: HttpStatus | None = None
+    ) -> None:
+        self._poster = JsonPoster("logs", url, headers, status)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         ok = self._poster.post(encode_logs(batch).to_json())

@@ -264,7 +264,18 @@ class ChatRecord(SpanRecord):
 class OperationRecord(SpanRecord):
     """A tool call's ``execute_tool`` span or an interaction's span."""
 
-    __slots__ = ("error_type", "outcome", "policy_hook", "ran", "session", "tool", "turn")
+    __slots__ = (
+        "decided_by",
+        "error_type",
+        "outcome",
+        "policy_hook",
+        "ran",
+        "recovered_by",
+        "rule",
+        "session",
+        "tool",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -282,6 +293,10 @@ class OperationRecord(SpanRecord):
         self.tool = tool
         self.outcome: str | None = None
         self.policy_hook: str | None = None
+        #: The deciding rule and hook, and the hook that recovered an error: for metadata.
+        self.rule: str | None = None
+        self.decided_by: str | None = None
+        self.recovered_by: str | None = None
         self.error_type: str | None = None
         #: The tool was allowed to run: its duration is recorded.
         self.ran = False

@@ -56,8 +56,8 @@ logger = logging.getLogger("hookscope")
 #: Queued histogram values that trigger an immediate flush: bounds memory between collections,
 #: and the pause a flush costs the agent (~15 µs per value on a small VM).
 FLUSH_THRESHOLD: Final = 1024
-#: Raw (agent, hook, event) keys whose hook-duration series are remembered; past it, a key is
-#: guarded and budgeted on every run (still correct, a little slower).
+#: Raw (agent, hook, event, hook type) keys whose hook-duration series are remembered; past
+#: it, a key is guarded and budgeted on every run (still correct, a little slower).
 _SERIES_CACHE: Final = 10_000
 _HOOK_DURATION_DESCRIPTION: Final = (
     "Time each hook took per dispatch (hookscope's overhead on the agent)"
@@ -76,6 +76,7 @@ _FOLDABLE: Final = frozenset(
         sc.GEN_AI_REQUEST_MODEL,
         sc.GEN_AI_PROVIDER_NAME,
         sc.HOOK_NAME,
+        sc.POLICY_DECIDED_BY,
         sc.ERROR_TYPE,
     }
 )
@@ -351,6 +352,7 @@ class Instruments:
                 sc.POLICY_OUTCOME,
                 sc.POLICY_RULE,
                 sc.POLICY_BUCKET,
+                sc.POLICY_DECIDED_BY,
             ),
         )
         self.tool_errors = _Counts(
@@ -445,7 +447,7 @@ class Instruments:
             sc.METRIC_HOOK_DURATION,
             "s",
             _HOOK_DURATION_DESCRIPTION,
-            (agent, hook, event),
+            (agent, hook, event, sc.HOOK_TYPE),
             sc.HOOK_DURATION_BUCKETS_S,
         )
         self._histograms = (
@@ -456,7 +458,7 @@ class Instruments:
             self.hook_duration,
         )
         self._hook_buckets = self.hook_duration.buckets
-        self._hook_series: dict[tuple[str, str, str], Series] = {}
+        self._hook_series: dict[tuple[str, str, str, str], Series] = {}
         # Queued histogram values must be recorded before the SDK aggregates a collection.
         # Observable callbacks run first, in registration order: the first counter flushes.
         self.tool_calls.before_observe = self.flush
@@ -466,26 +468,36 @@ class Instruments:
         for histogram in self._histograms:
             histogram.flush()
 
-    def hook_ran(self, agent: str, hook_name: str, event: str, seconds: float) -> None:
+    def hook_ran(
+        self,
+        agent: str,
+        hook_name: str,
+        event: str,
+        seconds: float,
+        hook_type: str = sc.HOOK_TYPE_PYTHON,
+    ) -> None:
         """Count one hook run of ``seconds`` in ``hookscope.hook.duration``.
 
-        ``agent`` is already guarded; the hook name is guarded here. The hot path is one dict
-        lookup and one :meth:`BucketHistogram.add`: a guarded, budgeted key never changes
-        once seen, so its series is kept under the raw key.
+        ``agent`` is already guarded; the hook name is guarded here. ``hook_type`` (python,
+        command or prompt) is bounded by construction. The hot path is one dict lookup and
+        one :meth:`BucketHistogram.add`: a guarded, budgeted key never changes once seen, so
+        its series is kept under the raw key. The one place hook-duration attributes are
+        built.
         """
         buckets = self._hook_buckets
         if buckets is None:  # a provider the in-process histogram cannot stand in for
-            self.hook_duration.record(seconds, (agent, self.hook_name(hook_name), event), None)
+            key = (agent, self.hook_name(hook_name), event, hook_type)
+            self.hook_duration.record(seconds, key, None)
             return
-        raw = (agent, hook_name, event)
+        raw = (agent, hook_name, event, hook_type)
         series = self._hook_series.get(raw)
         if series is None:
             series = self._hook_series_of(buckets, raw)
         buckets.add(series, seconds)
 
-    def _hook_series_of(self, buckets: BucketHistogram, raw: tuple[str, str, str]) -> Series:
-        agent, hook_name, event = raw
-        series = self.hook_duration.series((agent, self.hook_name(hook_name), event))
+    def _hook_series_of(self, buckets: BucketHistogram, raw: tuple[str, str, str, str]) -> Series:
+        agent, hook_name, event, hook_type = raw
+        series = self.hook_duration.series((agent, self.hook_name(hook_name), event, hook_type))
         if len(self._hook_series) < _SERIES_CACHE:
             self._hook_series[raw] = series
         return series

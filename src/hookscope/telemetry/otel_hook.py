@@ -21,6 +21,7 @@ record's span is ended in a ``finally``.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -45,7 +46,7 @@ from hookscope.context import (
 from hookscope.hooks import HookEvent
 from hookscope.redaction import DEFAULT as DEFAULT_REDACTOR
 from hookscope.redaction import Redactor
-from hookscope.runner import DispatchObserver
+from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
 from hookscope.telemetry._hook_runs import HookRunSpans
@@ -61,15 +62,35 @@ from hookscope.telemetry._scopes import (
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
 
-__all__ = ["LAYOUT_ENV", "NEST_SESSION_KEY", "SUBAGENT_KEY", "OTelHook", "TraceLayout"]
+__all__ = [
+    "EVENTS_ENV",
+    "LAYOUT_ENV",
+    "NEST_SESSION_KEY",
+    "SUBAGENT_KEY",
+    "EventForm",
+    "OTelHook",
+    "TraceLayout",
+]
 
 TraceLayout = Literal["session", "turn"]
 LAYOUT_ENV: Final = "HOOKSCOPE_TRACE_LAYOUT"
 _LAYOUTS: Final = ("session", "turn")
+#: How lifecycle events are emitted: span events, log-based events (OTEP 4430), or both.
+EventForm = Literal["span", "log", "both"]
+EVENTS_ENV: Final = "HOOKSCOPE_EVENTS"
+_EVENT_FORMS: Final = ("span", "log", "both")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
 #: The events whose start OTelHook acts on: a model call's span opens or becomes current.
 _STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
+#: Command and prompt hook names remembered for the hook-type label; hooks are configured,
+#: so this is never reached in practice, but a runaway generator of names stays bounded.
+_MAX_HOOK_TYPES: Final = 1000
+
+
+def metadata(values: dict[str, Any]) -> str:
+    """OpenInference ``metadata``: the given values that are set, as a JSON object."""
+    return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
 
 
 @final
@@ -88,13 +109,18 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         cardinality_limit: Distinct tool, rule, model, hook and error-type values per metric
             before further ones are reported as ``_other``.
         logger_provider: Where ``gen_ai.client.inference.operation.details`` events go when
-            content capture includes events; the global provider when ``None``.
+            content capture includes events, and lifecycle events with ``events="log"`` or
+            ``"both"``; the global provider when ``None``.
         redact_patterns: Regular expressions (strings or compiled) whose matches in captured
             content are redacted, besides the built-in rules and those added process-wide
             with :func:`hookscope.telemetry.add_redaction_pattern`.
+        events: How each lifecycle event (``hookscope.<event>``, ``hookscope.hook_failure``)
+            is emitted: ``"span"`` as a span event, ``"log"`` as a log record through the
+            Logs API in its span's context (the form OpenTelemetry moves to, OTEP 4430), or
+            ``"both"``. ``None`` reads ``HOOKSCOPE_EVENTS``, else ``"span"``.
 
     Raises:
-        ValueError: an unknown trace layout or content capture mode.
+        ValueError: an unknown trace layout, event form or content capture mode.
     """
 
     def __init__(
@@ -108,11 +134,17 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT,
         logger_provider: LoggerProvider | None = None,
         redact_patterns: Iterable[str | re.Pattern[str]] = (),
+        events: EventForm | None = None,
     ) -> None:
         layout = trace_layout or os.environ.get(LAYOUT_ENV, "").strip() or "session"
         if layout not in _LAYOUTS:
             source = "trace_layout" if trace_layout else LAYOUT_ENV
             raise ValueError(f"{source}={layout!r} is not a trace layout; use 'session' or 'turn'")
+        form = events or os.environ.get(EVENTS_ENV, "").strip().lower() or "span"
+        if form not in _EVENT_FORMS:
+            source = "events" if events else EVENTS_ENV
+            raise ValueError(f"{source}={form!r} is not an event form; use 'span', 'log' or 'both'")
+        self.events: EventForm = "log" if form == "log" else "both" if form == "both" else "span"
         self.trace_layout: TraceLayout = "turn" if layout == "turn" else "session"
         self.agent_name = agent_name or "agent"
         self.capture = capture_content if capture_content is not None else capture_from_env()
@@ -126,13 +158,17 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             meter_provider or metrics.get_meter_provider(), cardinality_limit
         )
         patterns = tuple(redact_patterns)
-        self._messages = Messages(
-            self.capture,
-            (logger_provider or get_logger_provider()).get_logger(
-                sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
-            ),
-            Redactor(patterns) if patterns else DEFAULT_REDACTOR,
+        logger = (logger_provider or get_logger_provider()).get_logger(
+            sc.INSTRUMENTATION_SCOPE, __version__, schema_url=sc.SCHEMA_URL
         )
+        self._messages = Messages(
+            self.capture, logger, Redactor(patterns) if patterns else DEFAULT_REDACTOR
+        )
+        self._span_events = self.events != "log"
+        self._event_logger = logger if self.events != "span" else None
+        #: Command and prompt hooks seen running (name → type), for the hook-type label of
+        #: hook durations; any other hook is a Python hook.
+        self._hook_types: dict[str, str] = {}
         # Each scope's record is stored on its context under a key private to this hook, so
         # two OTelHooks on one runner never see each other's records. One key per kind: an
         # operation's context finds its turn's record under the turn key (through its parent).
@@ -203,16 +239,20 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         # its adapter asks to nest it there (NEST_SESSION_KEY, e.g. an agent run in a tool).
         nested = ambient.is_valid and context.get(NEST_SESSION_KEY) is True
         start_ns = time_ns()
+        attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN}
+        # With a trace per turn, the session span is a trace of its own: carrying session.id
+        # (or gen_ai.conversation.id, which Phoenix reads as one) it would be the session's
+        # first "turn" in Phoenix, an empty one. Its turns carry both; it names its session
+        # with hookscope.session.id.
+        if self.trace_layout == "session":
+            attributes[sc.SESSION_ID] = attributes[sc.GEN_AI_CONVERSATION_ID] = session_id
+        else:
+            attributes[sc.SESSION_KEY] = session_id
         span = self._tracer.start_span(
             sc.SPAN_SESSION.format(agent),
             context=None if nested else _ROOT,
             kind=SpanKind.INTERNAL,
-            attributes={
-                sc.SESSION_ID: session_id,
-                sc.GEN_AI_CONVERSATION_ID: session_id,
-                sc.GEN_AI_AGENT_NAME: agent,
-                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
-            },
+            attributes=attributes,
             links=[Link(ambient)] if ambient.is_valid and not nested else None,
             start_time=start_ns,
         )
@@ -237,14 +277,28 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
     ) -> None:
         self.instruments.sessions_active.add((record.metric_agent,), -1)
         if record.recording:
+            outcome = context.outcome or ("failed" if error is not None else "completed")
             record.span.set_attributes(
                 {
-                    sc.SESSION_OUTCOME: context.outcome or "completed",
+                    sc.SESSION_OUTCOME: outcome,
                     sc.SESSION_TURNS: record.turns,
                     sc.SESSION_TOOL_CALLS: record.tool_calls,
                     sc.SESSION_DENIED_CALLS: record.denied_calls,
                     sc.SESSION_TOOL_ERRORS: record.tool_errors,
-                    sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id,
+                    **(
+                        {sc.GEN_AI_CONVERSATION_ID: context.conversation_id or context.session_id}
+                        if self.trace_layout == "session"
+                        else {}
+                    ),
+                    sc.METADATA: metadata(
+                        {
+                            sc.META_OUTCOME: outcome,
+                            sc.META_TURNS: record.turns,
+                            sc.META_TOOL_CALLS: record.tool_calls,
+                            sc.META_DENIED_CALLS: record.denied_calls,
+                            sc.META_TOOL_ERRORS: record.tool_errors,
+                        }
+                    ),
                 }
             )
 
@@ -319,7 +373,18 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             conversation_id = context.session.conversation_id
             if conversation_id is not None and not subagent:  # learned while the turn ran
                 span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
-            if error is None and outcome == "blocked":
+            blocked = error is None and outcome == "blocked"
+            span.set_attribute(
+                sc.METADATA,
+                metadata(
+                    {
+                        sc.META_OUTCOME: outcome,
+                        sc.META_DECIDED_BY: record.blocked_by if blocked else None,
+                        sc.META_ERROR_TYPE: kind,
+                    }
+                ),
+            )
+            if blocked:  # refused, like a denied call (README: span status)
                 span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
@@ -335,7 +400,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         agent = turn.agent if turn is not None else context.agent_name or self.agent_name
         call = context.call
         is_tool = context.kind == "tool" and call is not None
-        tool = call.name if is_tool and call is not None else ""
+        # server/tool for an MCP tool, as policies, timelines and metric labels name it.
+        tool = call.qualified_name if is_tool and call is not None else ""
         attributes: dict[str, Any] | None = None
         if records_below(turn):  # built before the span, to start it with them
             attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.SESSION_ID: context.session_id}
@@ -349,6 +415,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                     attributes[sc.GEN_AI_TOOL_CALL_ID] = context.call_id
                 if call.server is not None:
                     attributes[sc.TOOL_SERVER] = call.server
+                    attributes[sc.MCP_METHOD_NAME] = sc.MCP_TOOLS_CALL
             else:
                 attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_CHAIN
         start_ns = time_ns()
@@ -375,7 +442,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         raised = record.error_type  # set when the tool raised (recovered or not)
         kind = error_type(error) if error is not None else raised
         if record.recording:
-            record.span.set_attribute(sc.TOOL_OUTCOME, outcome)
+            self._describe_call(record, outcome, kind)
         instruments = self.instruments
         tool = instruments.tool_name(record.tool)
         instruments.tool_calls.add((tool, agent, outcome))
@@ -391,6 +458,35 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 session.denied_calls += 1
             elif raised is not None:
                 session.tool_errors += 1
+
+    @staticmethod
+    def _describe_call(record: OperationRecord, outcome: str, kind: str | None) -> None:
+        """A tool call's outcome on its span, as attributes and as OpenInference metadata; a
+        denied call's status is ERROR, as a blocked turn's is (README: span status)."""
+        span = record.span
+        denied = outcome == sc.TOOL_DENIED
+        span.set_attributes(
+            {
+                sc.TOOL_OUTCOME: outcome,
+                sc.METADATA: metadata(
+                    {
+                        sc.META_OUTCOME: outcome,
+                        sc.META_RULE: record.rule,
+                        sc.META_DECIDED_BY: record.decided_by,
+                        sc.META_ERROR_TYPE: kind,
+                        sc.META_RECOVERED_BY: record.recovered_by,
+                    }
+                ),
+            }
+        )
+        if denied:
+            by = f"rule {record.rule}" if record.rule else record.decided_by or "a hook"
+            span.set_status(Status(StatusCode.ERROR, f"denied by {by}"))
+
+    def hook_run_started(self, run: HookRun, context: HookContext) -> None:
+        if len(self._hook_types) < _MAX_HOOK_TYPES:
+            self._hook_types[run.hook_name] = run.hook_type
+        super().hook_run_started(run, context)
 
     # --- dispatches ---
 
@@ -427,8 +523,11 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         else:
             agent = instruments.agent_name(getattr(context, "agent_name", "") or self.agent_name)
         # No exemplar: a hook has no span of its own, and with several hooks per event the
-        # exemplar reservoir would cost more than the rest of the measurement.
-        instruments.hook_ran(agent, hook_name, event, duration_s)
+        # exemplar reservoir would cost more than the rest of the measurement. The hook type
+        # is looked up only once a command or prompt hook has run (usually there is none).
+        types = self._hook_types
+        hook_type = types.get(hook_name, sc.HOOK_TYPE_PYTHON) if types else sc.HOOK_TYPE_PYTHON
+        instruments.hook_ran(agent, hook_name, event, duration_s, hook_type)
         if error is None:
             if event == "pre_tool_call" and isinstance(record, OperationRecord):
                 decision = getattr(result, "decision", None)
@@ -439,7 +538,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         hook = instruments.hook_name(hook_name)
         instruments.hook_failures.add((agent, hook, event, instruments.error_type(kind)))
         if record is not None and record.recording:
-            record.span.add_event(
+            self.event(
+                record,
                 sc.EVENT_HOOK_FAILURE,
                 {sc.HOOK_NAME: hook_name, sc.HOOK_EVENT: event, sc.ERROR_TYPE: kind},
             )

@@ -44,6 +44,11 @@ GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tok
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
 #: ``gen_ai.tool.type`` of a tool the agent's own code runs (the conventions' client-side kind).
 TOOL_TYPE_FUNCTION: Final = "function"
+#: MCP semantic conventions: the JSON-RPC method of an MCP call. On an ``execute_tool`` span of
+#: a tool an MCP server provides it is ``tools/call``; the span and ``gen_ai.tool.name`` name
+#: the tool as policies and timelines do, ``server/tool`` (with ``hookscope.tool.server``).
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_TOOLS_CALL: Final = "tools/call"
 
 # --- OpenInference (Arize Phoenix) ---
 INPUT_VALUE: Final = "input.value"
@@ -57,6 +62,19 @@ LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 LLM_TOKEN_COUNT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
 LLM_TOKEN_COUNT_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
 LLM_TOKEN_COUNT_REASONING: Final = "llm.token_count.completion_details.reasoning"
+#: A JSON object Phoenix shows and filters on (``metadata['outcome'] == 'denied'``): a tool
+#: call's, turn's or session's outcome and who decided it, so no custom query is needed.
+METADATA: Final = "metadata"
+#: Keys of :data:`METADATA`.
+META_OUTCOME: Final = "outcome"
+META_RULE: Final = "rule"
+META_DECIDED_BY: Final = "decided_by"
+META_ERROR_TYPE: Final = "error_type"
+META_RECOVERED_BY: Final = "recovered_by"
+META_TURNS: Final = "turns"
+META_TOOL_CALLS: Final = "tool_calls"
+META_DENIED_CALLS: Final = "denied_calls"
+META_TOOL_ERRORS: Final = "tool_errors"
 
 INSTRUMENTATION_SCOPE: Final = "hookscope"
 
@@ -81,6 +99,10 @@ KIND_TOOL: Final = "TOOL"
 KIND_LLM: Final = "LLM"
 
 # --- hookscope attributes ---
+#: The session id on a ``trace_layout="turn"`` session span, which carries neither
+#: ``session.id`` nor ``gen_ai.conversation.id`` (Phoenix would list its lone-span trace as
+#: an empty first turn of the session).
+SESSION_KEY: Final = "hookscope.session.id"
 SESSION_OUTCOME: Final = "hookscope.session.outcome"
 SESSION_TURNS: Final = "hookscope.session.turns"
 SESSION_TOOL_CALLS: Final = "hookscope.session.tool_calls"
@@ -120,8 +142,11 @@ GUARDRAIL_DECIDED_BY: Final = "hookscope.guardrail.decided_by"
 GUARDRAIL_REASON: Final = "hookscope.guardrail.reason"
 HOOK_NAME: Final = "hookscope.hook.name"
 HOOK_EVENT: Final = "hookscope.hook.event"
-#: How a hook runs: ``python``, ``command`` or ``prompt`` (DESIGN §7).
+#: How a hook runs: ``python``, ``command`` or ``prompt`` (DESIGN §7); also a label of
+#: ``hookscope.hook.duration`` (three values), so a slow-hook alert can hold each kind to
+#: its own threshold.
 HOOK_TYPE: Final = "hookscope.hook.type"
+HOOK_TYPE_PYTHON: Final = "python"
 #: What a command or prompt hook run said: ``allow``, ``deny``, ``ask`` or ``none``.
 HOOK_VERDICT: Final = "hookscope.hook.verdict"
 #: The signal a telemetry export carried: ``traces`` or ``metrics``.
@@ -226,10 +251,11 @@ DURATION_BUCKETS_S: Final = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
     60.0,
 )
-#: Hook overhead is microseconds to milliseconds; a slow hook is one above ~10 ms.
+#: Python hooks take microseconds to milliseconds (a slow one is above ~25 ms); command and
+#: prompt hooks spawn a process or call a model, so the buckets reach on to 30 s.
 HOOK_DURATION_BUCKETS_S: Final = (
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05, 0.1, 0.25, 0.5, 1.0,
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 )
 #: Turns include model calls and tools: seconds to minutes. The conventions give no advice
 #: for ``gen_ai.invoke_agent.duration``; these reach down to 10 ms for scripted turns.

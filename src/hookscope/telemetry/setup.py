@@ -44,6 +44,7 @@ hookscope also turns on the SDK's self-metrics unless
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -235,8 +236,9 @@ class _Builder:
         """A scrape endpoint (``OTEL_METRICS_EXPORTER=prometheus``), with its own registry."""
         host, port = prometheus_address()
         try:
-            from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import CollectorRegistry, start_http_server
+
+            from hookscope.telemetry._scrape import ExemplarPrometheusReader
         except ImportError:
             raise TelemetryConfigError(
                 "OTEL_METRICS_EXPORTER=prometheus needs the 'prometheus' extra: "
@@ -254,7 +256,7 @@ class _Builder:
         self.closers.append(server.server_close)
         self.cleanups.extend((server.shutdown, server.server_close))
         self.scrape_url = f"http://{host}:{server.server_port}/metrics (Prometheus scrape)"
-        return PrometheusMetricReader(registry=registry)
+        return ExemplarPrometheusReader(registry=registry)
 
     def undo(self) -> None:
         """Stop whatever was built (in reverse), quietly: configure() is failing anyway."""
@@ -395,7 +397,7 @@ def _build(
             metric_readers=readers,
             resource=resource,
             shutdown_on_exit=False,
-            views=[View(instrument_name="*", aggregation_cardinality_limit=cardinality)],
+            views=_cardinality_views(cardinality),
         )
         builder.cleanups.append(partial(owned_meter.shutdown, timeout_millis=1000))
         metrics_destination = _destination(builder, chosen["metrics"])
@@ -460,3 +462,16 @@ def _build(
         guards=builder.guards,
         closers=builder.closers,
     )
+
+
+def _cardinality_views(cardinality: int) -> list[View]:
+    """The view that caps every instrument's attribute sets at ``cardinality``.
+
+    OpenTelemetry SDK 1.45 added the per-view limit; on 1.44 (the release google-adk pins, and
+    hookscope's floor) there is none, and the instruments' own guard
+    (:class:`~hookscope.telemetry.instruments.CardinalityGuard`) is what keeps series bounded.
+    """
+    if "aggregation_cardinality_limit" not in inspect.signature(View.__init__).parameters:
+        return []
+    limit: dict[str, Any] = {"aggregation_cardinality_limit": cardinality}
+    return [View(instrument_name="*", **limit)]

@@ -1,0 +1,285 @@
+"""hookscope vs OpenInference on the OpenAI Agents SDK: the same session, two span trees, and
+the cost per tool call, measured in one run.
+
+1. Span trees. One scripted conversation (an ``SQLiteSession``, two turns: the model adds two
+   numbers, then deletes a file) runs on the real ``agents.Runner`` against the scripted Chat
+   Completions server twice: governed by hookscope (``govern(agent, runner)`` with a policy
+   that denies ``delete_file`` and an ``OTelHook``), and observed by OpenInference's
+   ``OpenAIAgentsInstrumentor`` (which needs the SDK's own tracing on). Both trees are printed.
+
+2. Cost per tool call. The same agent runs turns of ``CALLS`` tool calls each on an in-process
+   model (no HTTP, so the noise is the SDK's, not the network's), in interleaved rounds of
+   three variants: plain (no instrumentation, SDK tracing off), hookscope (a 10-rule policy +
+   ``OTelHook``; SDK tracing off: hookscope does not need it), OpenInference (its
+   instrumentor; SDK tracing on: it needs it). Both export to the same in-memory pipeline.
+   Overhead per tool call = (variant's turn CPU time - the same round's plain turn CPU time)
+   / ``CALLS``, median over rounds; the ratio hookscope/OpenInference is the verdict
+   (target ≤ 1.0x).
+
+Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N]`` (about 30 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the scripted model server lives with the tests
+    sys.path.insert(0, str(ROOT))
+
+from agents import (  # noqa: E402
+    Agent,
+    ModelResponse,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    Usage,
+    function_tool,
+    generation_span,
+    set_trace_processors,
+)
+from agents.models.interface import Model  # noqa: E402
+from agents.testing.model import assistant_message, function_call  # noqa: E402
+from openai import AsyncOpenAI  # noqa: E402
+from openinference.instrumentation.openai_agents import (  # noqa: E402
+    OpenAIAgentsInstrumentor as OpenInferenceInstrumentor,
+)
+from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from tests.support.model_server import ScriptedModelServer  # noqa: E402
+
+from hookscope import HookRunner  # noqa: E402
+from hookscope.integrations.openai_agents import end_session, govern  # noqa: E402
+from hookscope.policy import allow, deny, enforce  # noqa: E402
+from hookscope.telemetry import OTelHook  # noqa: E402
+
+#: Tool calls per measured turn.
+CALLS = 10
+ROUNDS = 40
+WARMUP = 5
+TARGET = 1.0
+#: Attributes each tree line shows (both vocabularies), in this order.
+SHOWN = (
+    "hookscope.turn.outcome",
+    "hookscope.tool.outcome",
+    "hookscope.policy.decision",
+    "gen_ai.usage.input_tokens",
+    "llm.token_count.prompt",
+    "openinference.span.kind",
+    "tool.name",
+)
+
+
+@function_tool
+async def add(a: int, b: int) -> int:
+    """Add two integers (async: the SDK runs a sync tool in a worker thread, whose GIL
+    hand-offs would swamp what is measured here)."""
+    return a + b
+
+
+@function_tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return "deleted"
+
+
+def policy() -> Any:
+    """Ten rules; the one that matters here allows ``add``."""
+    return enforce(
+        [deny(f"tool_{i}", reason="not here") for i in range(8)]
+        + [deny("delete_file", reason="deleting files is not allowed"), allow("add")]
+    )
+
+
+def pipeline() -> tuple[TracerProvider, InMemorySpanExporter, MeterProvider]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return tracer_provider, exporter, meter_provider
+
+
+# --- 1. span trees ---------------------------------------------------------------------
+
+SCRIPT = {
+    "Add 2 and 3": [
+        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+        {"text": "{tool_result}"},
+    ],
+    "Delete the notes": [
+        {"tool_calls": [{"name": "delete_file", "arguments": {"path": "notes.txt"}}]},
+        {"text": "{tool_result}"},
+    ],
+}
+
+
+def tree_lines(spans: Sequence[ReadableSpan]) -> list[str]:
+    ids = {s.context.span_id for s in spans if s.context is not None}
+    children: dict[int | None, list[ReadableSpan]] = {}
+    for span in spans:
+        parent = span.parent.span_id if span.parent is not None else None
+        children.setdefault(parent if parent in ids else None, []).append(span)
+    out: list[str] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for span in sorted(children.get(parent, []), key=lambda s: s.start_time or 0):
+            attributes = span.attributes or {}
+            shown = " ".join(
+                f"{'.'.join(k.split('.')[-2:])}={attributes[k]}" for k in SHOWN if k in attributes
+            )
+            out.append(f"{'  ' * depth}{span.name}  {shown}".rstrip())
+            walk(span.context.span_id if span.context is not None else None, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+async def conversation(agent: Agent[Any], tracing: bool) -> list[str]:
+    session = SQLiteSession("side-by-side")
+    config = RunConfig(tracing_disabled=not tracing)
+    answers = [
+        str((await Runner.run(agent, prompt, session=session, run_config=config)).final_output)
+        for prompt in SCRIPT
+    ]
+    await end_session(session)
+    return answers
+
+
+async def side_by_side() -> None:
+    with ScriptedModelServer(SCRIPT) as server:
+        client = AsyncOpenAI(base_url=server.base_url + "/v1", api_key="sk-x", max_retries=0)
+        model = OpenAIChatCompletionsModel(model="scripted-model", openai_client=client)
+        agent = Agent(
+            name="assistant", instructions="Use tools.", model=model, tools=[add, delete_file]
+        )
+
+        tracer_provider, exporter, meter_provider = pipeline()
+        hook = OTelHook(tracer_provider, meter_provider)
+        answers = await conversation(govern(agent, HookRunner([hook, policy()])), tracing=False)
+        ours = tree_lines(exporter.get_finished_spans())
+
+        tracer_provider, exporter, _ = pipeline()
+        instrumentor = OpenInferenceInstrumentor()
+        instrumentor.instrument(tracer_provider=tracer_provider)
+        try:
+            peer_answers = await conversation(agent, tracing=True)
+        finally:
+            instrumentor.uninstrument()
+        peer = tree_lines(exporter.get_finished_spans())
+        await client.close()
+    print("Span trees of the same two-turn session")
+    print(f"hookscope (governed; answers {json.dumps(answers)}):")
+    print("\n".join("  " + line for line in ours))
+    print(f"OpenInference (observes only; answers {json.dumps(peer_answers)}):")
+    print("\n".join("  " + line for line in peer))
+
+
+# --- 2. cost per tool call ---------------------------------------------------------------
+
+
+class LoopModel(Model):
+    """An in-process model: ``CALLS`` calls of ``add``, then an answer (stateless)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage(requests=1, input_tokens=100, output_tokens=10, total_tokens=110)
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        items = args[1] if len(args) > 1 else kwargs["input"]
+        tracing = args[6] if len(args) > 6 else kwargs["tracing"]
+        done = sum(
+            1 for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"
+        )
+        output = (
+            [function_call("add", {"a": done, "b": 1}, call_id=f"call_{done}")]
+            if done < CALLS
+            else [assistant_message("done")]
+        )
+        # As the SDK's own models do: a generation span (OpenInference's LLM span) when the
+        # SDK traces, nothing when it does not.
+        with generation_span(model="loop-model", disabled=tracing.is_disabled()) as span:
+            span.span_data.usage = {"input_tokens": 100, "output_tokens": 10}
+        return ModelResponse(output=output, usage=self.usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+
+async def timed(agent: Agent[Any], tracing: bool) -> float:
+    config = RunConfig(tracing_disabled=not tracing)
+    # CPU time of this process: on a shared machine, wall time also counts other processes'
+    # turns on the cores, which swamps the tens of microseconds measured here.
+    started = time.process_time()
+    await Runner.run(agent, "Add up", run_config=config, max_turns=CALLS + 2)
+    return time.process_time() - started
+
+
+async def cost(rounds: int) -> None:
+    agent = Agent(name="adder", instructions="Add.", model=LoopModel(), tools=[add])
+    tracer_provider, exporter, meter_provider = pipeline()
+    governed = govern(agent, HookRunner([OTelHook(tracer_provider, meter_provider), policy()]))
+    peer_provider, peer_exporter, _ = pipeline()
+    instrumentor = OpenInferenceInstrumentor()
+    instrumentor.instrument(tracer_provider=peer_provider)
+    variants = {
+        "plain": lambda: timed(agent, tracing=False),
+        "hookscope": lambda: timed(governed, tracing=False),
+        "openinference": lambda: timed(agent, tracing=True),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    try:
+        for index in range(WARMUP + rounds):
+            order = list(variants)
+            order = order[index % 3 :] + order[: index % 3]  # rotate: no variant always first
+            for name in order:
+                elapsed = await variants[name]()
+                if index >= WARMUP:
+                    samples[name].append(elapsed)
+            exporter.clear()
+            peer_exporter.clear()
+    finally:
+        instrumentor.uninstrument()
+        set_trace_processors([])
+    # Paired: each round's own plain turn is the baseline, so load that drifts between rounds
+    # (a shared machine) cancels out.
+    plain = statistics.median(samples["plain"])
+    ours = statistics.median(
+        (t - p) / CALLS for t, p in zip(samples["hookscope"], samples["plain"], strict=True)
+    )
+    peer = statistics.median(
+        (t - p) / CALLS for t, p in zip(samples["openinference"], samples["plain"], strict=True)
+    )
+    ratio = ours / peer if peer > 0 else float("inf")
+    verdict = "met" if ratio <= TARGET else "NOT met"
+    print(
+        f"\nCost per tool call, {rounds} interleaved rounds of {CALLS}-call turns "
+        f"(plain turn {plain * 1e3:.2f} ms CPU):"
+    )
+    print(f"  hookscope (10-rule policy + OTelHook): {ours * 1e6:8.1f} µs per tool call")
+    print(f"  OpenInference instrumentor:            {peer * 1e6:8.1f} µs per tool call")
+    print(f"  ratio hookscope/OpenInference {ratio:.2f}x (target ≤ {TARGET:.1f}x: {verdict})")
+
+
+async def main(rounds: int) -> None:
+    set_trace_processors([])  # never export to OpenAI's tracing backend from here
+    await side_by_side()
+    await cost(rounds)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    asyncio.run(main(parser.parse_args().rounds))
