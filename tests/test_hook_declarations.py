@@ -231,7 +231,7 @@ async def test_name_matchers_narrow_per_tool_and_path_matchers_still_see_each_ca
     runner = HookRunner(
         [
             Seen("names", "run_command|github/*"),
-            Seen("regex", "mcp__.*"),
+            Seen("regex", "mcp__fs__.*"),
             Seen("paths", HookMatcher(tools="view_file", paths=["/etc/**"])),
         ]
     )
