@@ -368,8 +368,8 @@ def test_an_endpoint_that_takes_no_metrics_is_named_as_such_not_as_down(
     ours = [m for r in caplog.records if (m := r.getMessage()).startswith(f"hookscope: {url}")]
     assert ours == [
         f"hookscope: {url} (OTLP {protocol}) takes no metrics (HTTP {code}): the endpoint is up "
-        "but has no metrics route, as traces-only backends (Phoenix, Jaeger) have none for "
-        "metrics. Set OTEL_METRICS_EXPORTER=none to stop sending them; until then they are "
+        "but has no metrics route (traces-only backends such as Phoenix and Jaeger take traces "
+        "alone). Set OTEL_METRICS_EXPORTER=none to stop sending them; until then they are "
         "dropped, counted in hookscope.telemetry.export.failures (items in "
         "hookscope.telemetry.export.dropped), not logged."
     ]

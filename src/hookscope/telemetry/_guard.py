@@ -156,7 +156,7 @@ class ExportHealth:
             # would send the user after a server that is running).
             logger.warning(
                 "hookscope: %s takes no %s (HTTP %d): the endpoint is up but has no %s "
-                "route, as traces-only backends (Phoenix, Jaeger) have none for metrics. "
+                "route (traces-only backends such as Phoenix and Jaeger take traces alone). "
                 "Set OTEL_%s_EXPORTER=none to stop sending them; until then they are "
                 "dropped, counted in %s (items in %s), not logged.",
                 target.text,

@@ -93,11 +93,11 @@ async def test_a_session_of_four_turns_allows_denies_and_modifies_calls(
         "    chat scripted-model in=100 out=10",
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    chat scripted-model in=100 out=10",
-        "    execute_tool delete_file tool=denied decision=deny by=PolicyEnforcer",
+        "    execute_tool delete_file ERROR tool=denied decision=deny by=PolicyEnforcer",
         "    chat scripted-model in=100 out=10",
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    chat scripted-model in=100 out=10",
-        "    execute_tool shell tool=denied decision=deny by=no_shell",
+        "    execute_tool shell ERROR tool=denied decision=deny by=no_shell",
         "    chat scripted-model in=100 out=10",
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    chat scripted-model in=100 out=10",
@@ -173,7 +173,7 @@ async def test_failing_recovered_and_asked_calls_in_one_session(
         # ModelSettings(include_usage=True)
         "  invoke_agent assistant turn=completed in=0 out=0",
         "    chat scripted-model in=0 out=0",
-        "    execute_tool transfer tool=denied decision=ask_user by=confirm_transfers",
+        "    execute_tool transfer ERROR tool=denied decision=ask_user by=confirm_transfers",
         "    chat scripted-model in=0 out=0",
     ]
     assert totals(rec, "hookscope.tool.errors", "error.type", "hookscope.recovery.recovered") == {
@@ -238,7 +238,7 @@ async def test_a_handoff_and_an_agent_as_tool_are_invoke_agent_runs(
         "        chat scripted-model in=100 out=10",
         "        execute_tool add tool=succeeded decision=allow",
         "        chat scripted-model in=100 out=10",
-        "        execute_tool shell tool=denied decision=deny by=no_shell",
+        "        execute_tool shell ERROR tool=denied decision=deny by=no_shell",
         "        chat scripted-model in=100 out=10",
         "    chat scripted-model in=100 out=10",
     ]

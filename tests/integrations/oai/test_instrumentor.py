@@ -67,7 +67,7 @@ async def test_every_run_of_a_plain_agent_is_governed(
         "session assistant session=completed",
         "  invoke_agent assistant turn=completed in=200 out=20",
         "    chat scripted-model in=100 out=10",
-        "    execute_tool delete_file tool=denied decision=deny by=PolicyEnforcer",
+        "    execute_tool delete_file ERROR tool=denied decision=deny by=PolicyEnforcer",
         "    chat scripted-model in=100 out=10",
     ]
 
