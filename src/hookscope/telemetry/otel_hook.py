@@ -93,6 +93,38 @@ def metadata(values: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
 
 
+_CallMetadata = tuple[str, "str | None", "str | None", "str | None", "str | None"]
+#: Tool calls' metadata by its values: a few outcomes, rules and hooks, so a few strings,
+#: each serialized once instead of on every call (bounded: rule and hook names are configured).
+_CALL_METADATA: dict[_CallMetadata, str] = {}
+_MAX_CALL_METADATA: Final = 1024
+
+
+def _call_metadata(
+    outcome: str,
+    rule: str | None,
+    decided_by: str | None,
+    error: str | None,
+    recovered_by: str | None,
+) -> str:
+    """:func:`metadata` of a tool call, remembered per distinct value."""
+    key = (outcome, rule, decided_by, error, recovered_by)
+    found = _CALL_METADATA.get(key)
+    if found is None:
+        found = metadata(
+            {
+                sc.META_OUTCOME: outcome,
+                sc.META_RULE: rule,
+                sc.META_DECIDED_BY: decided_by,
+                sc.META_ERROR_TYPE: error,
+                sc.META_RECOVERED_BY: recovered_by,
+            }
+        )
+        if len(_CALL_METADATA) < _MAX_CALL_METADATA:
+            _CALL_METADATA[key] = found
+    return found
+
+
 @final
 class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
     """Record a runner's sessions, turns, tool calls and decisions with OpenTelemetry.
@@ -468,14 +500,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         span.set_attributes(
             {
                 sc.TOOL_OUTCOME: outcome,
-                sc.METADATA: metadata(
-                    {
-                        sc.META_OUTCOME: outcome,
-                        sc.META_RULE: record.rule,
-                        sc.META_DECIDED_BY: record.decided_by,
-                        sc.META_ERROR_TYPE: kind,
-                        sc.META_RECOVERED_BY: record.recovered_by,
-                    }
+                sc.METADATA: _call_metadata(
+                    outcome, record.rule, record.decided_by, kind, record.recovered_by
                 ),
             }
         )
