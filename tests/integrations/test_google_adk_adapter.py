@@ -80,12 +80,24 @@ class Agents:
         await self.helper.close()
 
 
-async def final(runner: InMemoryRunner, prompt: str, session_id: str) -> str:
+async def final(runner: InMemoryRunner, prompt: str | types.Content, session_id: str) -> str:
+    """The final response's text of one run (``prompt``: the user's text, or a message)."""
     answer = ""
-    message = types.Content(role="user", parts=[types.Part(text=prompt)])
+    if isinstance(prompt, types.Content):
+        message = prompt
+    else:
+        message = types.Content(role="user", parts=[types.Part(text=prompt)])
     async for event in runner.run_async(user_id="u", session_id=session_id, new_message=message):
         if event.is_final_response() and event.content and event.content.parts:
             answer = "".join(p.text or "" for p in event.content.parts)
+    return answer
+
+
+async def answer_once(runner: InMemoryRunner, prompt: str) -> str:
+    """The final answer to ``prompt`` in a new session of ``runner``, which is closed after."""
+    session = await runner.session_service.create_session(app_name=APP, user_id="u")
+    answer = await final(runner, prompt, session.id)
+    await runner.close()
     return answer
 
 
@@ -189,10 +201,10 @@ async def test_a_sub_agent_adk_transfers_to_is_an_invoke_agent_run_in_the_turn(
     with recording() as rec:
         helper = LlmAgent(name="helper", model=model, instruction="Help.")
         agent = LlmAgent(name="coder", model=model, sub_agents=[helper])
-        runner = govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec))
-        session = await runner.session_service.create_session(app_name=APP, user_id="u")
-        answer = await final(runner, "Transfer: to the helper", session.id)
-        await runner.close()
+        answer = await answer_once(
+            govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec)),
+            "Transfer: to the helper",
+        )
     assert answer == "helper here"
     assert sessions(rec.spans) == [
         [
@@ -216,10 +228,10 @@ async def test_an_agent_tool_runs_its_agent_under_the_call(
         helper = LlmAgent(name="helper", model=model, instruction="Help.")
         helper.tools = [tools.functions(lambda q: q)["add"]]
         agent = LlmAgent(name="coder", model=model, tools=[AgentTool(agent=helper)])
-        runner = govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec))
-        session = await runner.session_service.create_session(app_name=APP, user_id="u")
-        answer = await final(runner, "Delegate: ask the helper", session.id)
-        await runner.close()
+        answer = await answer_once(
+            govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec)),
+            "Delegate: ask the helper",
+        )
     assert answer == 'delegated: {"result": "helper says {\\"result\\": 2}"}'
     assert sessions(rec.spans) == [
         [
@@ -292,12 +304,7 @@ async def test_native_ask_pauses_the_run_for_adk_tool_confirmation(
                 )
             ],
         )
-        done = ""
-        async for event in agents.runner.run_async(
-            user_id="u", session_id=session, new_message=answer
-        ):
-            if event.is_final_response() and event.content and event.content.parts:
-                done = "".join(p.text or "" for p in event.content.parts)
+        done = await final(agents.runner, answer, session)
         await agents.close()
     assert question.args["toolConfirmation"]["hint"] == "allow deploy?"
     assert tools.ran == [("deploy", {"env": "prod"})]
