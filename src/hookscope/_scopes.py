@@ -71,8 +71,23 @@ def is_cancellation(error: BaseException) -> bool:
 
 
 def ended_by(error: BaseException) -> Literal["cancelled", "failed"]:
-    """How a session or turn that ``error`` ended is recorded (the one rule, adapters too)."""
-    return "cancelled" if is_cancellation(error) else "failed"
+    """How a session, turn or subagent run that ``error`` ended is recorded (the one rule;
+    every adapter uses it).
+
+    ``cancelled``: the work was stopped from outside — a cancelled task, ``KeyboardInterrupt``,
+    or a deadline (``asyncio.timeout``/``wait_for`` cancel the awaited work and raise
+    ``TimeoutError`` from that cancellation; scopes inside the deadline see the cancellation,
+    so the scopes around them must agree). ``failed``: anything else, a ``TimeoutError`` a tool
+    or client raised on its own included. ``error.type`` names the exception either way.
+    """
+    return "cancelled" if is_cancellation(error) or _is_deadline(error) else "failed"
+
+
+def _is_deadline(error: BaseException) -> bool:
+    # asyncio.TimeoutError is builtins.TimeoutError from Python 3.11, a class of its own before.
+    return isinstance(error, (TimeoutError, asyncio.TimeoutError)) and isinstance(
+        error.__cause__, asyncio.CancelledError
+    )
 
 
 def is_awaitable(value: object) -> bool:
@@ -144,8 +159,10 @@ class SessionScope:
         runner = self._runner
         try:
             runner.notifier.scope_started(self.context)
-            if not runner.idle("on_session_start"):  # a dispatch with no one to tell is skipped
-                await runner.dispatch_on_session_start(self.context)
+            # A dispatch with no one to tell is skipped; dispatch() hands back the loop's own
+            # coroutine (no extra frame, unlike dispatch_on_session_start).
+            if not runner.idle("on_session_start"):
+                await runner.dispatch("on_session_start", self.context, None)
         except BaseException as error:
             await self._end(error)
             raise
@@ -169,7 +186,7 @@ class SessionScope:
         runner = self._runner
         try:
             if not runner.idle("on_session_end"):
-                await runner.dispatch_on_session_end(context)
+                await runner.dispatch("on_session_end", context, None)
         finally:
             runner.notifier.scope_ended(context, error)
 
@@ -242,7 +259,7 @@ class TurnScope:
         try:
             runner.notifier.scope_started(context)
             if not runner.idle("pre_turn"):  # else the verdict stays ALLOW, pre_turn's default
-                self.result = await runner.dispatch_pre_turn(context, context.prompt)
+                self.result = (await runner.dispatch("pre_turn", context, context.prompt)).result
         except BaseException as error:
             self._close(ended_by(error), error)
             raise

@@ -240,3 +240,46 @@ def test_govern_returns_a_governed_copy_and_rejects_what_is_no_runner() -> None:
     ]
     with pytest.raises(TypeError, match="HookRunner"):
         govern(config, object())  # type: ignore[arg-type]
+
+
+@hooks.pre_tool_call_decide
+def cut_down(call: ToolCall) -> HookResult:
+    # Replaces the arguments: "city" is gone, which the SDK (it merges changes) cannot do.
+    return HookResult(modified_args={"town": "Oslo"}, replace_args=True)
+
+
+async def test_a_hook_removing_an_argument_denies_the_call_since_the_sdk_only_merges(
+    governed_by: list[AntigravityInstrumentor],
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    instrument(governed_by, HookRunner([cut_down]), tracer_provider, meter_provider)
+    harness = FakeHarness()
+
+    async with agent_on(harness, tools=[get_weather]) as agent:
+        await agent.chat("go")
+        harness.trajectory("RUNNING")
+        verdict = await pre_tool(harness, "Atlantis")
+        harness.denied(1, verdict.reason)
+        harness.answer_text(2, "Could not.")
+        harness.trajectory("FULLY_IDLE")
+        await agent.conversation.wait_for_idle()
+
+    assert verdict.decision == pb2.PreToolResult.Decision.DENY
+    assert "removed its argument(s) city" in verdict.reason
+    (tool,) = tool_attributes(span_exporter.get_finished_spans())
+    assert tool["hookscope.tool.outcome"] == "denied"
+    assert tool["hookscope.policy.decided_by"] == "hookscope"
+
+
+async def test_a_hook_removing_an_argument_denies_in_an_agent_nothing_tracks() -> None:
+    from google.antigravity import types
+
+    (pre_tool_hook,) = [
+        h for h in governing_hooks(HookRunner([cut_down])) if h.event == "pre_tool_call"
+    ]
+    call = types.ToolCall(name="get_weather", args={"city": "Atlantis"}, id="c")
+    verdict = await pre_tool_hook.run(None, call)
+    assert verdict.allow is False
+    assert "removed its argument(s) city" in verdict.message

@@ -9,6 +9,7 @@ from hookscope.integrations.claude_agent_sdk.values import (
     hook_output,
     llm_response,
     mcp_name,
+    server_names,
     tool_call,
     usage,
 )
@@ -98,3 +99,13 @@ def test_an_assistant_message_becomes_an_llm_response() -> None:
     assert response.tool_calls == (ToolCall("add", {"a": 1}, "t9", "calc"),)
     assert response.provider == "anthropic"
     assert response.finish_reasons == ("tool_use",)
+
+
+def test_an_mcp_tool_is_named_by_the_configured_server_that_claude_code_renamed() -> None:
+    servers = server_names({"my__srv": {}, "my": {}, "corp.files": {}})
+    assert servers == {"my__srv": "my__srv", "my": "my", "corp_files": "corp.files"}
+    assert mcp_name("mcp__my__srv__read", servers) == ("read", "my__srv")
+    assert mcp_name("mcp__my__other", servers) == ("other", "my")
+    assert mcp_name("mcp__corp_files__delete", servers) == ("delete", "corp.files")
+    assert mcp_name("mcp__unknown__x", servers) == ("x", "unknown")
+    assert server_names("/path/to/mcp.json") == {}

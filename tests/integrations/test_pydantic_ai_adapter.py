@@ -245,5 +245,7 @@ async def test_the_instrumentor_governs_new_agents_once_and_uninstrument_restore
         after = await agent.run("Turn one: add, then clean up")
         assert len(rec.spans) == traced  # nothing recorded, nothing governed
     assert after.output == "Turn one done: removed"
-    assert [name for name, _ in tools.ran] == ["add", "add", "delete_file", "rm_rf"]
+    # Governed: only add ran. Ungoverned: a response's calls run concurrently, in any order.
+    ran = [name for name, _ in tools.ran]
+    assert (ran[0], sorted(ran[1:])) == ("add", ["add", "delete_file", "rm_rf"])
     assert sessions(rec.spans) == [THREE_TURNS[:7]]

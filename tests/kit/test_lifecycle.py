@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hookscope import HookResult, HookRunner, ToolCall, hooks
+from hookscope.builtins import AuditLog
 from hookscope.integrations._kit import (
     CallInterrupted,
     Governor,
@@ -180,13 +183,16 @@ async def test_an_ask_without_native_goes_to_the_confirm_path() -> None:
     assert not verdict.pending
 
 
-async def test_a_recovery_the_sdk_cannot_apply_is_recorded_as_not_recovered() -> None:
+async def test_a_recovery_the_sdk_cannot_apply_is_recorded_as_not_recovered(
+    tmp_path: Path,
+) -> None:
     @hooks.on_tool_error
     def recover(error: Exception) -> Recovery:
         return Recovery("fallback")
 
+    audit = AuditLog(tmp_path / "audit.jsonl")
     with recording() as rec:
-        gov = governor(rec, recover)
+        gov = governor(rec, recover, audit)
         session = await gov.open_session()
         turn = await session.start_turn("x")
         op = turn.open_tool(ToolCall("t", {}, id="c"))
@@ -203,6 +209,13 @@ async def test_a_recovery_the_sdk_cannot_apply_is_recorded_as_not_recovered() ->
     assert calls[0][1]["hookscope.tool.outcome"] == "failed"
     assert calls[1][1]["hookscope.recovery.recovered"] is True
     assert calls[1][1]["hookscope.tool.outcome"] == "recovered"
+    # Every observer hears the outcome the span records, not the hook's unusable Recovery.
+    audit.close()
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(e["call_id"], e["outcome"], e.get("recovered_by")) for e in lines] == [
+        ("c", "failed", None),
+        ("d", "recovered", "recover"),
+    ]
 
 
 async def test_a_blocked_turn_ends_blocked_at_once() -> None:
@@ -374,3 +387,69 @@ async def test_calls_interrupted_by_a_subagent_end_name_the_cause() -> None:
 def test_a_governor_needs_a_runner() -> None:
     with pytest.raises(TypeError, match="HookRunner"):
         Governor(object(), "t")  # type: ignore[arg-type]
+
+
+async def test_a_deadline_ends_a_session_cancelled_and_a_tools_own_timeout_failed() -> None:
+    """The one rule (``ended_by``), for the kit and hookscope's own scopes alike."""
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    with recording() as rec:
+        gov = governor(rec)
+        for name, raise_it in (
+            ("deadline", lambda: asyncio.wait_for(never(), 0.01)),
+            ("own", lambda: _raise(TimeoutError("the socket timed out"))),
+        ):
+            session = await gov.open_session(session_id=name)
+            try:
+                await raise_it()
+            except TimeoutError as error:
+                await session.end(error)
+        runner = HookRunner([rec.hook])
+        with pytest.raises(TimeoutError):
+            async with runner.session(session_id="core", agent_name="bot"):
+                await asyncio.wait_for(never(), 0.01)
+    assert [(s[0], s[1]["hookscope.session.outcome"]) for s in tree(rec)] == [
+        ("session bot", "cancelled"),
+        ("session bot", "failed"),
+        ("session bot", "cancelled"),
+    ]
+
+
+async def _raise(error: BaseException) -> None:
+    raise error
+
+
+async def test_a_decision_cancelled_midway_allows_nothing_and_ends_with_its_turn() -> None:
+    started = asyncio.Event()
+
+    @hooks.pre_tool_call_decide
+    async def slow(call: ToolCall) -> HookResult:
+        started.set()
+        await asyncio.Event().wait()  # a person who never answers
+        return HookResult()
+
+    with recording() as rec:
+        gov = governor(rec, slow)
+        session = await gov.open_session()
+        turn = await session.start_turn("x")
+        op = turn.open_tool(ToolCall("rm", {}, id="c"))
+        deciding = asyncio.get_running_loop().create_task(op.decide())
+        await started.wait()
+        deciding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await deciding
+        assert op.verdict is None
+        assert op.phase == "deciding"
+        await session.end()
+    [[_, _, [[_, _, [call]]]]] = tree(rec)
+    # Never allowed: it ends with the turn around it, undecided.
+    assert call == [
+        "execute_tool rm",
+        {
+            "gen_ai.tool.call.id": "c",
+            "hookscope.tool.outcome": "failed",
+            "error.type": "TurnInterrupted",
+        },
+    ]

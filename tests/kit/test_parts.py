@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import inspect
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,18 +15,24 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 
 from hookscope import HookRunner, ToolCall
-from hookscope.engine import ConfigError
+from hookscope.context import OperationContext
 from hookscope.integrations._kit import (
     Governor,
+    KitInstrumentor,
     OpIndex,
     SessionBinder,
+    Target,
     ambient_session_id,
+    call_args,
     choose_session_id,
     env_flag,
+    invoker,
     resolve_runner,
+    run_now,
     run_tool,
 )
 from hookscope.policy import deny, enforce
+from hookscope.runner import ScopeError
 from hookscope.telemetry import OTelHook
 from hookscope.testing import recording
 from hookscope.types import Recovery
@@ -147,9 +156,6 @@ def test_resolve_runner_loads_hookscope_config(
     monkeypatch.setenv("HOOKSCOPE_CONFIG", str(config))
     runner, _ = resolve_runner()
     assert len(runner.hook_names("pre_tool_call")) == 1
-    monkeypatch.setenv("HOOKSCOPE_CONFIG", str(tmp_path / "missing.toml"))
-    with pytest.raises(ConfigError):
-        resolve_runner()
 
 
 @pytest.mark.parametrize(
@@ -158,3 +164,62 @@ def test_resolve_runner_loads_hookscope_config(
 def test_env_flag(monkeypatch: pytest.MonkeyPatch, raw: str, expected: bool) -> None:
     monkeypatch.setenv("HOOKSCOPE_TEST_FLAG", raw)
     assert env_flag("HOOKSCOPE_TEST_FLAG", default=True) is expected
+
+
+class _Nothing(KitInstrumentor):
+    """An instrumentor of no SDK: what the base does on its own."""
+
+    sdk = "nothing"
+
+    def targets(self, governor: Governor) -> list[Target]:
+        return []
+
+
+async def test_a_config_that_cannot_be_loaded_denies_every_turn_and_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = tmp_path / "missing.toml"
+    monkeypatch.setenv("HOOKSCOPE_CONFIG", str(missing))
+    instrumentor = _Nothing()
+    with caplog.at_level(logging.ERROR, logger="hookscope.integrations"):
+        instrumentor.instrument()  # must not raise: opentelemetry-instrument would go on
+    try:
+        governor = instrumentor.governor
+        assert governor is not None
+        [record] = [r for r in caplog.records if r.name == "hookscope.integrations"]
+        assert str(missing) in record.getMessage()
+        assert "denies every turn and tool call" in record.getMessage()
+        session = await governor.open_session()
+        turn = await session.start_turn("hello")
+        assert not turn.allowed
+        assert turn.verdict.message.startswith(f"HOOKSCOPE_CONFIG={missing} cannot be loaded")
+        await session.end()
+        # A call (from a subagent, say, whose prompt no hook saw) is denied all the same.
+        call = ToolCall("read", {}, id="c1")
+        decided = await governor.runner.dispatch(
+            "pre_tool_call", OperationContext(turn.context, "tool", call, call.id), call
+        )
+        assert not decided.result.allow
+        assert decided.decided_by == "hookscope.config_error"
+        assert str(missing) in decided.result.message
+    finally:
+        instrumentor.uninstrument()
+
+
+def test_call_args_and_invoker_round_trip_a_tools_arguments_by_name() -> None:
+    def tool(a: int, /, b: int, *rest: int, c: int = 0, **more: int) -> tuple[Any, ...]:
+        return (a, b, rest, c, more)
+
+    signature = inspect.signature(tool)
+    named = call_args(signature, (1, 2, 3), {"c": 4, "d": 5})
+    assert named == {"a": 1, "b": 2, "rest": (3,), "c": 4, "d": 5}
+    assert invoker(tool, signature)(**{**named, "b": 20}) == (1, 20, (3,), 4, {"d": 5})
+
+
+async def test_run_now_completes_hooks_that_do_not_suspend_and_refuses_ones_that_do() -> None:
+    async def plain() -> str:
+        return "done"
+
+    assert run_now(plain()) == "done"
+    with pytest.raises(ScopeError, match="make the tool or method async"):
+        run_now(asyncio.sleep(0.01))

@@ -36,7 +36,6 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from hookscope._version import __version__
 from hookscope.context import (
     NEST_SESSION_KEY,
-    NO_RECOVERY_KEY,
     SUBAGENT_KEY,
     HookContext,
     OperationContext,
@@ -81,6 +80,8 @@ EVENTS_ENV: Final = "HOOKSCOPE_EVENTS"
 _EVENT_FORMS: Final = ("span", "log", "both")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
+#: The events whose start OTelHook acts on: a model call's span opens or becomes current.
+_STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
 #: Command and prompt hook names remembered for the hook-type label; hooks are configured,
 #: so this is never reached in practice, but a runaway generator of names stays bounded.
 _MAX_HOOK_TYPES: Final = 1000
@@ -89,6 +90,38 @@ _MAX_HOOK_TYPES: Final = 1000
 def metadata(values: dict[str, Any]) -> str:
     """OpenInference ``metadata``: the given values that are set, as a JSON object."""
     return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
+
+
+_CallMetadata = tuple[str, "str | None", "str | None", "str | None", "str | None"]
+#: Tool calls' metadata by its values: a few outcomes, rules and hooks, so a few strings,
+#: each serialized once instead of on every call (bounded: rule and hook names are configured).
+_CALL_METADATA: dict[_CallMetadata, str] = {}
+_MAX_CALL_METADATA: Final = 1024
+
+
+def _call_metadata(
+    outcome: str,
+    rule: str | None,
+    decided_by: str | None,
+    error: str | None,
+    recovered_by: str | None,
+) -> str:
+    """:func:`metadata` of a tool call, remembered per distinct value."""
+    key = (outcome, rule, decided_by, error, recovered_by)
+    found = _CALL_METADATA.get(key)
+    if found is None:
+        found = metadata(
+            {
+                sc.META_OUTCOME: outcome,
+                sc.META_RULE: rule,
+                sc.META_DECIDED_BY: decided_by,
+                sc.META_ERROR_TYPE: error,
+                sc.META_RECOVERED_BY: recovered_by,
+            }
+        )
+        if len(_CALL_METADATA) < _MAX_CALL_METADATA:
+            _CALL_METADATA[key] = found
+    return found
 
 
 @final
@@ -466,14 +499,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         span.set_attributes(
             {
                 sc.TOOL_OUTCOME: outcome,
-                sc.METADATA: metadata(
-                    {
-                        sc.META_OUTCOME: outcome,
-                        sc.META_RULE: record.rule,
-                        sc.META_DECIDED_BY: record.decided_by,
-                        sc.META_ERROR_TYPE: kind,
-                        sc.META_RECOVERED_BY: record.recovered_by,
-                    }
+                sc.METADATA: _call_metadata(
+                    outcome, record.rule, record.decided_by, kind, record.recovered_by
                 ),
             }
         )
@@ -487,6 +514,14 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         super().hook_run_started(run, context)
 
     # --- dispatches ---
+
+    @property
+    def _hookscope_started_events(self) -> frozenset[str] | None:
+        """The events :meth:`dispatch_started` acts on, so the notifier calls it for no other
+        (every event for a subclass that overrides it)."""
+        if type(self).dispatch_started is OTelHook.dispatch_started:
+            return _STARTED_EVENTS
+        return None
 
     def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
         if event == "pre_llm_request":
@@ -548,6 +583,4 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         key, handler = route
         record = context.get(key)
         if record is not None:
-            if result is not None and event == "on_tool_error" and context.get(NO_RECOVERY_KEY):
-                result = None  # the SDK cannot put a recovery in the error's place
             handler(record, data, result, decided_by)

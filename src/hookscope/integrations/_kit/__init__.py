@@ -3,6 +3,7 @@
 Private to :mod:`hookscope.integrations`: adapters import it, users do not.
 """
 
+from hookscope.integrations._kit.calls import call_args, invoker, run_now
 from hookscope.integrations._kit.correlate import LINGER_S, MAX_CLOSED, OpIndex
 from hookscope.integrations._kit.govern import Governor, current_parent, run_tool
 from hookscope.integrations._kit.guard import Guard
@@ -14,6 +15,7 @@ from hookscope.integrations._kit.instrumenting import (
     Target,
     env_flag,
     resolve_runner,
+    runner_from_env,
 )
 from hookscope.integrations._kit.lifecycle import Session, SubagentRun, Turn
 from hookscope.integrations._kit.report import REPORTING, DispatchReport
@@ -48,10 +50,14 @@ __all__ = [
     "TurnInterrupted",
     "TurnVerdict",
     "ambient_session_id",
+    "call_args",
     "choose_session_id",
     "current_parent",
     "ended_by",
     "env_flag",
+    "invoker",
     "resolve_runner",
+    "run_now",
     "run_tool",
+    "runner_from_env",
 ]

@@ -4,9 +4,10 @@ A subclass names the SDK (:attr:`KitInstrumentor.sdk`), its supported versions
 (:attr:`KitInstrumentor.instruments`) and what to wrap (:meth:`KitInstrumentor.targets`, given
 the :class:`~hookscope.integrations._kit.govern.Governor` built from ``instrument()``'s
 arguments). The base resolves the runner (``runner=``, else the hooks of ``HOOKSCOPE_CONFIG``,
-else none), adds an ``OTelHook`` built from the providers when the runner has none, wraps each
-target on its own (one the installed SDK lacks costs only itself), unwraps all on
-``uninstrument()`` and never wraps twice. Sessions already running stay governed until they end.
+else none; a config file that cannot be loaded governs too: it denies everything), adds an
+``OTelHook`` built from the providers when the runner has none, wraps each target on its own
+(one the installed SDK lacks costs only itself), unwraps all on ``uninstrument()`` and never
+wraps twice. Sessions already running stay governed until they end.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from hookscope.context import OperationContext, TurnContext
+from hookscope.hooks import Hook
 from hookscope.integrations._kit.govern import Governor
 from hookscope.runner import HookRunner
+from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -40,6 +44,7 @@ __all__ = [
     "Target",
     "env_flag",
     "resolve_runner",
+    "runner_from_env",
 ]
 
 logger = logging.getLogger("hookscope.integrations")
@@ -62,31 +67,64 @@ def resolve_runner(
 ) -> tuple[HookRunner, Callable[[], None]]:
     """The runner an instrumentor governs with, and how to undo what was added to it.
 
-    ``runner`` when given, else a runner with the hooks of ``HOOKSCOPE_CONFIG`` (a
-    ``hookscope.toml`` or Claude Code settings file), else a runner that only traces. An
-    ``OTelHook`` built from the providers is added when the runner has none.
+    ``runner`` when given, else :func:`runner_from_env` (the hooks of ``HOOKSCOPE_CONFIG``;
+    a runner that denies everything when that file cannot be loaded), else a runner that only
+    traces. An ``OTelHook`` built from the providers is added when the runner has none.
 
     Raises:
-        hookscope.engine.ConfigError: ``HOOKSCOPE_CONFIG`` names a missing or invalid file
-            (an agent the user asked to govern must not run ungoverned).
         TypeError: ``runner`` is not a ``HookRunner``.
     """
     from hookscope.telemetry.otel_hook import OTelHook
 
     if runner is None:
-        path = os.environ.get(CONFIG_ENV, "").strip()
-        if path:
-            from hookscope.engine import load
-
-            runner = HookRunner(load(path))
-        else:
-            runner = HookRunner()
+        runner = runner_from_env() or HookRunner()
     elif not isinstance(runner, HookRunner):
         raise TypeError(f"runner= must be a hookscope.HookRunner, got {type(runner).__name__}")
     if any(isinstance(o, OTelHook) for o in runner.notifier.observers):
         return runner, _nothing
     undo = runner.observe(OTelHook(tracer_provider, meter_provider, agent_name=agent_name))
     return runner, undo
+
+
+def runner_from_env() -> HookRunner | None:
+    """A runner with the hooks of the file ``HOOKSCOPE_CONFIG`` names; ``None`` when unset.
+
+    A file that cannot be loaded must not leave agents ungoverned, and raising would not stop
+    them either: ``opentelemetry-instrument`` logs an instrumentor's exception and runs the
+    program without it. So the error is logged, naming the file and the problem, and the
+    runner denies every turn and every tool call with that message (fail closed).
+    """
+    path = os.environ.get(CONFIG_ENV, "").strip()
+    if not path:
+        return None
+    from hookscope.engine import load
+
+    try:
+        return HookRunner(load(path))
+    except Exception as error:
+        logger.error(
+            "%s=%s cannot be loaded, so hookscope denies every turn and tool call until it "
+            "is fixed: %s",
+            CONFIG_ENV,
+            path,
+            error,
+        )
+        return HookRunner([_DenyEverything(f"{CONFIG_ENV}={path} cannot be loaded: {error}")])
+
+
+class _DenyEverything(Hook):
+    """What governs agents when their hook file is broken: nothing runs."""
+
+    name = "hookscope.config_error"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
+        return HookResult.deny(self.message)
+
+    async def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
+        return HookResult.deny(self.message)
 
 
 def _nothing() -> None:

@@ -143,7 +143,11 @@ class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
     async def reported(self, report: DispatchReport, data: Any) -> Any:
         call = _call(data, report.context)
         dispatched = await self.relay(report, freeze_call(call))
-        return _tool_verdict(dispatched.result, call, dispatched.data)
+        result = _enforceable(dispatched.result, call, dispatched.data)
+        if result is not dispatched.result:
+            report.verdict = result  # what the SDK is told, and what the call records
+            report.decided_by = report.decided_by or _CANNOT_DROP
+        return _tool_verdict(result, call, dispatched.data)
 
     async def tracked(self, tracker: Tracker, session: SessionState, data: Any) -> Any:
         op = tracker.op_for_request(session, None, _call(data, None))
@@ -172,7 +176,8 @@ class _PreToolCall(GoverningHook, ag_hooks.PreToolCallDecideHook):
         dispatched = await self.runner.dispatch(
             self.event, context, freeze_call(call), notifier=_SILENT
         )
-        return _tool_verdict(dispatched.result, call, dispatched.data)
+        result = _enforceable(dispatched.result, call, dispatched.data)
+        return _tool_verdict(result, call, dispatched.data)
 
 
 class _PreTurn(GoverningHook, ag_hooks.PreTurnHook):
@@ -389,13 +394,33 @@ def _call(data: Any, context: Any) -> ToolCall:
     return call_from_sdk(data, call_id or data.id)
 
 
+#: Who denies a call whose arguments a hook cut down (the SDK can only merge changes).
+_CANNOT_DROP: Final = "hookscope"
+
+
+def _enforceable(result: HookResult, call: ToolCall, effective: ToolCall) -> HookResult:
+    """``result``, or a denial when a hook removed arguments: the SDK merges changed arguments
+    into the call, so a removed one would reach the tool anyway (fail closed)."""
+    if not result.allow:
+        return result
+    dropped = [key for key in call.args if key not in effective.args]
+    if not dropped:
+        return result
+    return HookResult(
+        allow=False,
+        message=(
+            f"hookscope denied this call: a hook removed its argument(s) {', '.join(dropped)}, "
+            "and google-antigravity can only change arguments, not remove them"
+        ),
+    )
+
+
 def _tool_verdict(result: HookResult, call: ToolCall, effective: ToolCall) -> Any:
     if not result.allow:
         return ag_types.HookResult(allow=False, message=result.message or "denied by hookscope")
     if dict(effective.args) == dict(call.args):
         return ag_types.HookResult(allow=True)
-    # The SDK merges modified arguments into the call: a key a hook dropped (replace_args)
-    # stays (the SDK cannot express removing one).
+    # The SDK merges modified arguments into the call (a removed key was denied above).
     modified = {k: v for k, v in effective.args.items() if call.args.get(k) != v}
     return ag_types.HookResult(allow=True, modified_args=modified)
 

@@ -10,13 +10,15 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from hookscope.context import OperationContext, TurnContext
-from hookscope.hooks import Hook
 from hookscope.integrations._kit.govern import Governor
-from hookscope.integrations._kit.instrumenting import CONFIG_ENV, KitInstrumentor, Target
+from hookscope.integrations._kit.instrumenting import (
+    CONFIG_ENV,
+    KitInstrumentor,
+    Target,
+    runner_from_env,
+)
 from hookscope.integrations.antigravity.sessions import Tracker
 from hookscope.runner import HookRunner
-from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -136,42 +138,6 @@ def nest_sessions_from_env() -> bool:
             raw,
         )
     return False
-
-
-def runner_from_env() -> HookRunner | None:
-    """A runner with the hooks of the file ``HOOKSCOPE_CONFIG`` names; ``None`` when unset.
-
-    A file that cannot be loaded must not leave agents ungoverned: the error is logged and
-    the runner denies every tool call and every turn, saying why (fail closed).
-    """
-    path = os.environ.get(CONFIG_ENV, "").strip()
-    if not path:
-        return None
-    from hookscope.engine import load
-
-    try:
-        return HookRunner(load(path))
-    except Exception as error:
-        logger.error(
-            "%s=%s cannot be loaded; every turn and tool call is denied: %s",
-            CONFIG_ENV,
-            path,
-            error,
-        )
-        return HookRunner([_DenyEverything(f"{CONFIG_ENV}={path} cannot be loaded: {error}")])
-
-
-class _DenyEverything(Hook):
-    """What governs agents when their hook file is broken: nothing runs."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    async def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
-        return HookResult.deny(self.message)
-
-    async def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult:
-        return HookResult.deny(self.message)
 
 
 def _observing(observers: Sequence[object]) -> HookRunner:

@@ -27,7 +27,6 @@ from typing import Any, Final, final
 from opentelemetry import context as otel_context
 
 from hookscope._notify import Notifier
-from hookscope._scopes import is_cancellation
 from hookscope.context import (
     NEST_SESSION_KEY,
     SUBAGENT_KEY,
@@ -40,7 +39,7 @@ from hookscope.context import (
 )
 from hookscope.hooks import HookEvent
 from hookscope.integrations._kit.report import DispatchReport
-from hookscope.integrations._kit.scopes import DetachedScope, TurnInterrupted
+from hookscope.integrations._kit.scopes import DetachedScope, TurnInterrupted, ended_by
 from hookscope.integrations.antigravity.operations import OpIndex
 from hookscope.integrations.antigravity.policy_rules import RuleInfo
 from hookscope.integrations.antigravity.reported_op import ReportedOp, StepKey
@@ -64,21 +63,16 @@ TURN_INTERRUPTED: Final = "the session ended before the turn did; read the whole
 
 
 def ends_by_cancellation(error: BaseException) -> bool:
-    """Whether ``error`` ending a turn or session means it was cancelled, not failed.
-
-    A cancelled task (the SDK's ``AntigravityCancelledError`` is one), and a timeout
-    (``asyncio.timeout``/``wait_for`` cancel the awaited turn and raise ``TimeoutError`` in
-    its place; the kit's ``ended_by`` calls that failed).
-    """
-    return is_cancellation(error) or isinstance(error, TimeoutError)
+    """Whether ``error`` ending a turn or session means it was cancelled, not failed: the
+    kit's rule (:func:`~hookscope.integrations._kit.scopes.ended_by`; a timeout that cancelled
+    the turn is a cancellation, a tool's own ``TimeoutError`` a failure)."""
+    return ended_by(error) == "cancelled"
 
 
 def outcome_of(error: BaseException | None) -> SessionOutcome:
     """How a session, turn or subagent run that ``error`` ended (``None``: normally) ended;
     the one rule (a turn ``pre_turn`` denied is ``blocked``: :func:`turn_outcome`)."""
-    if error is None:
-        return "completed"
-    return "cancelled" if ends_by_cancellation(error) else "failed"
+    return "completed" if error is None else ended_by(error)
 
 
 def turn_outcome(error: BaseException | None, blocked: bool) -> TurnOutcome:

@@ -68,12 +68,22 @@ class Conversation:
         "governor",
         "model",
         "ops",
+        "servers",
         "session",
         "session_key",
     )
 
-    def __init__(self, governor: Governor, session: Session, session_key: str, model: str) -> None:
+    def __init__(
+        self,
+        governor: Governor,
+        session: Session,
+        session_key: str,
+        model: str,
+        servers: Mapping[str, str] | None = None,
+    ) -> None:
         self.governor = governor
+        #: The options' MCP servers (:func:`~.values.server_names`), to name their tools.
+        self.servers: Mapping[str, str] = servers or {}
         self.session = session
         self.session_key = session_key
         self.model = model
@@ -151,7 +161,8 @@ class Conversation:
         """``PreToolUse``: open the call and let the runner decide."""
         self._settle()
         turn = await self.current_turn()
-        call = tool_call(str(data.get("tool_name", "")), data.get("tool_input"), tool_use_id)
+        name = str(data.get("tool_name", ""))
+        call = tool_call(name, data.get("tool_input"), tool_use_id, self.servers)
         if not turn.allowed or turn.ended:
             return ToolVerdict(False, call, "the turn was blocked")
         lane = self._lane(data.get("agent_id"))

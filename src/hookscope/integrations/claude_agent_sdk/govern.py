@@ -10,7 +10,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from hookscope.integrations._kit import Governor
 from hookscope.integrations.claude_agent_sdk import stream
 from hookscope.integrations.claude_agent_sdk.hooks import AskMode, ClaudeHooks
-from hookscope.integrations.claude_agent_sdk.values import PROVIDER
+from hookscope.integrations.claude_agent_sdk.values import PROVIDER, server_names
 from hookscope.runner import HookRunner
 
 __all__ = ["SDK", "govern", "governed_by", "wire"]
@@ -84,6 +84,7 @@ def wire(
         session_id=session_id,
         model=options.model,
         user_can_use_tool=options.can_use_tool,
+        servers=server_names(options.mcp_servers),
     )
     merged: dict[Any, list[HookMatcher]] = {k: list(v) for k, v in (options.hooks or {}).items()}
     for event, matchers in hooks.matchers().items():

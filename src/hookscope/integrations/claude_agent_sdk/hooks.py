@@ -11,7 +11,7 @@ through otherwise.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, cast, final
 
 from claude_agent_sdk import (
@@ -29,7 +29,8 @@ from hookscope.integrations._kit import (
 )
 from hookscope.integrations.claude_agent_sdk import stream
 from hookscope.integrations.claude_agent_sdk.conversation import Conversation
-from hookscope.integrations.claude_agent_sdk.values import hook_output
+from hookscope.integrations.claude_agent_sdk.values import hook_output, tool_call
+from hookscope.types import ToolCall
 
 __all__ = ["DECIDE_TIMEOUT_S", "EVENTS", "AskMode", "ClaudeHooks"]
 
@@ -61,6 +62,7 @@ class ClaudeHooks:
         "ask",
         "governor",
         "model",
+        "servers",
         "session_id",
         "user_can_use_tool",
     )
@@ -73,8 +75,10 @@ class ClaudeHooks:
         session_id: str | None = None,
         model: str | None = None,
         user_can_use_tool: CanUseTool | None = None,
+        servers: Mapping[str, str] | None = None,
     ) -> None:
         self.governor = governor
+        self.servers: Mapping[str, str] = servers or {}
         self.ask = ask
         self.session_id = session_id
         self.model = model or "claude"
@@ -135,7 +139,7 @@ class ClaudeHooks:
                 sdk_id=key or None,
                 parent=current_parent(),
             )
-            conversation = Conversation(self.governor, session, key, self.model)
+            conversation = Conversation(self.governor, session, key, self.model, self.servers)
             stream.register(key, conversation)
             future.set_result(conversation)
             return conversation
@@ -163,7 +167,9 @@ class ClaudeHooks:
         )
 
     async def _pre_tool_use(self, data: Any, tool_use_id: str | None, ctx: Any) -> Any:
-        native = self.ask == "native"
+        # Under bypassPermissions Claude consults no can_use_tool, so a native ask would go
+        # unanswered: hookscope's confirm path settles it (nobody answering denies).
+        native = self.ask == "native" and data.get("permission_mode") != "bypassPermissions"
 
         async def decide() -> dict[str, Any]:
             conversation = await self._conversation(data)
@@ -186,12 +192,26 @@ class ClaudeHooks:
     ) -> Any:
         user = self.user_can_use_tool
         tool_use_id = context.tool_use_id or ""
-        op = stream.find_op(tool_use_id)
+        ops = stream.find_ops(tool_use_id)
+        if len(ops) > 1:  # concurrent sessions reused the id: only this very call will do
+            asked = tool_call(name, tool_input, tool_use_id, self.servers)
+            ops = [op for op in ops if _same_call(op.call, asked)]
+        op = ops[0] if ops else None
 
         async def decide() -> Any:
             pending = op is not None and op.verdict is not None and op.verdict.pending
             if user is None:  # never installed without one; fail closed all the same
                 return PermissionResultDeny(message="no approver (can_use_tool) is configured")
+            if op is not None and not pending and (op.verdict is None or op.verdict.denied):
+                # Claude asks about a call hookscope denied or never finished deciding (its
+                # PreToolUse answer was lost): the approver must not let it run.
+                reason = op.verdict.message if op.verdict is not None else ""
+                return PermissionResultDeny(message=reason or "hookscope has not allowed this call")
+            if len(ops) > 1:  # answering another session's ask would settle the wrong call
+                return PermissionResultDeny(
+                    message=f"hookscope cannot tell which session's call {tool_use_id} is "
+                    "(concurrent sessions reuse that id with the same tool and input); denied"
+                )
             answer = await user(name, tool_input, context)
             if op is None:
                 return answer
@@ -266,6 +286,10 @@ class ClaudeHooks:
     async def _observe(self, work: Awaitable[dict[str, Any]], where: str) -> dict[str, Any]:
         # Inspect events: a failure is logged and the agent goes on ({} = no opinion).
         return await self.governor.guard.report(work, {}, where)
+
+
+def _same_call(mine: ToolCall, asked: ToolCall) -> bool:
+    return (mine.name, mine.server, dict(mine.args)) == (asked.name, asked.server, dict(asked.args))
 
 
 def _permission(verdict: ToolVerdict, answer: Any) -> Any:

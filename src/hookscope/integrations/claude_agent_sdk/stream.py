@@ -18,7 +18,14 @@ from typing import Any, Final
 from hookscope.integrations._kit import ToolOp
 from hookscope.integrations.claude_agent_sdk.conversation import Conversation
 
-__all__ = ["conversation", "conversation_of", "find_op", "install", "register", "tap"]
+__all__ = [
+    "conversation",
+    "conversation_of",
+    "find_ops",
+    "install",
+    "register",
+    "tap",
+]
 
 logger = logging.getLogger("hookscope.integrations.claude_agent_sdk")
 
@@ -49,13 +56,9 @@ def conversation_of(op: ToolOp) -> Conversation | None:
     return next((c for c in _CONVERSATIONS.values() if c.session is session), None)
 
 
-def find_op(tool_use_id: str) -> ToolOp | None:
-    """The call ``tool_use_id`` names, in whichever conversation has it."""
-    for found in _CONVERSATIONS.values():
-        op = found.op(tool_use_id)
-        if op is not None:
-            return op
-    return None
+def find_ops(tool_use_id: str) -> list[ToolOp]:
+    """Every open call ``tool_use_id`` names: one, unless concurrent sessions reuse ids."""
+    return [op for found in _CONVERSATIONS.values() if (op := found.op(tool_use_id)) is not None]
 
 
 def install() -> None:

@@ -6,6 +6,7 @@ Every translation between the two lives here, so the rest of the adapter only ro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -21,6 +22,7 @@ __all__ = [
     "hook_output",
     "llm_response",
     "mcp_name",
+    "server_names",
     "tool_call",
     "usage",
 ]
@@ -29,6 +31,8 @@ __all__ = [
 PROVIDER: Final = "anthropic"
 #: How Claude Code names an MCP server's tool: ``mcp__<server>__<tool>``.
 MCP_PREFIX: Final = "mcp__"
+#: What Claude Code replaces with ``_`` in an MCP server's name.
+_CLAUDE_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 #: The built-in tools that start a subagent (``Agent``; ``Task`` in older CLIs).
 SUBAGENT_TOOLS: Final = frozenset({"Agent", "Task"})
 
@@ -43,18 +47,47 @@ class PermissionRefused(HookscopeError):
     ``can_use_tool`` callback, a settings rule, or the permission mode)."""
 
 
-def mcp_name(name: str) -> tuple[str, str | None]:
-    """``mcp__server__tool`` → ``("tool", "server")``; other names → ``(name, None)``."""
+def mcp_name(name: str, servers: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """``mcp__server__tool`` → ``("tool", "server")``; other names → ``(name, None)``.
+
+    ``servers`` (:func:`server_names`) maps the names Claude Code writes to the servers the
+    options configure: the tool of a server whose name has ``__`` in it, or a character
+    Claude Code replaces (``my.srv`` becomes ``my_srv``), is then named by the configured
+    server, so a policy rule for that server meets it. Otherwise the name splits at the first
+    ``__`` after the prefix.
+    """
     if name.startswith(MCP_PREFIX):
-        server, sep, tool = name[len(MCP_PREFIX) :].partition("__")
+        rest = name[len(MCP_PREFIX) :]
+        if servers:
+            known = [k for k in servers if rest.startswith(f"{k}__") and len(rest) > len(k) + 2]
+            if known:
+                written = max(known, key=len)  # the longest reading is the configured one
+                return rest[len(written) + 2 :], servers[written]
+        server, sep, tool = rest.partition("__")
         if sep and server and tool:
             return tool, server
     return name, None
 
 
-def tool_call(name: str, tool_input: Mapping[str, Any] | None, tool_use_id: str | None) -> ToolCall:
+def server_names(mcp_servers: object) -> dict[str, str]:
+    """The options' MCP servers by the name Claude Code writes in tool names → their own.
+
+    Claude Code replaces every character but letters, digits, ``_`` and ``-`` with ``_``.
+    ``mcp_servers`` given as a path (a config file) names none here.
+    """
+    if not isinstance(mcp_servers, Mapping):
+        return {}
+    return {_CLAUDE_UNSAFE.sub("_", str(key)): str(key) for key in mcp_servers}
+
+
+def tool_call(
+    name: str,
+    tool_input: Mapping[str, Any] | None,
+    tool_use_id: str | None,
+    servers: Mapping[str, str] | None = None,
+) -> ToolCall:
     """The :class:`ToolCall` of one Claude tool use; MCP tools carry their server."""
-    tool, server = mcp_name(name)
+    tool, server = mcp_name(name, servers)
     return ToolCall(tool, dict(tool_input or {}), tool_use_id or "", server)
 
 
