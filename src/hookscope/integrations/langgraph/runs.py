@@ -27,8 +27,9 @@ from hookscope.integrations._kit import (
     ambient_session_id,
     current_parent,
 )
+from hookscope.integrations._kit.calls import run_now
 from hookscope.integrations._kit.keyed_govern import AskMode, Governed
-from hookscope.integrations.wrap import TurnBlocked, _run_now
+from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, Usage
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def stream_governed(
         yield from wrapped(*args, **kwargs)
         return
     nested = _nested(outer, governed, graph) if outer is not None else None
-    graph_run = nested or _run_now(_begin(governed, graph, args, kwargs))
+    graph_run = nested or run_now(_begin(governed, graph, args, kwargs))
     handler = _Callbacks(graph_run)
     args, kwargs = _with_handler(args, kwargs, handler)
     token = RUN.set(graph_run)
@@ -185,7 +186,7 @@ def _finish_sync(
     if nested:
         _end_nested(graph_run, error)
     else:
-        _run_now(_end(graph_run, handler, error))
+        run_now(_end(graph_run, handler, error))
 
 
 async def astream_governed(
