@@ -29,6 +29,7 @@ from hookscope.hooks import EVENTS
 from hookscope.policy import Decision
 from hookscope.telemetry import semconv as sc
 
+from .support.approval_feed import wait_once
 from .support.promql import (
     annotation_labels,
     legend_labels,
@@ -70,6 +71,7 @@ def exported() -> dict[str, dict[str, frozenset[str]]]:
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
     asyncio.run(play(provider, [Profile("coder", allowed=5, denied=2)], rounds=12))
+    asyncio.run(wait_once(provider, ["coder"]))  # approval waits: the fleet has no approver
     text = generate_latest(registry).decode()
     provider.shutdown()
     series: dict[str, dict[str, set[str]]] = {}
@@ -86,6 +88,7 @@ def histograms() -> frozenset[str]:
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
     asyncio.run(play(provider, [Profile("coder", allowed=5, denied=2)], rounds=1))
+    asyncio.run(wait_once(provider, ["coder"]))
     text = generate_latest(registry).decode()
     provider.shutdown()
     return frozenset(f.name for f in text_string_to_metric_families(text) if f.type == "histogram")
@@ -111,6 +114,9 @@ LABEL_VALUES: Final[dict[str, frozenset[str]]] = {
     ),
     prometheus_label(sc.GUARDRAIL_STAGE): frozenset({sc.STAGE_REQUEST, sc.STAGE_RESPONSE}),
     prometheus_label(sc.GEN_AI_TOKEN_TYPE): frozenset({sc.TOKEN_INPUT, sc.TOKEN_OUTPUT}),
+    prometheus_label(sc.APPROVAL_OUTCOME): frozenset(
+        {sc.APPROVAL_APPROVED, sc.APPROVAL_DENIED, sc.APPROVAL_TIMED_OUT}
+    ),
 }
 AGENT: Final = prometheus_label(sc.GEN_AI_AGENT_NAME)
 TOOL: Final = prometheus_label(sc.GEN_AI_TOOL_NAME)
@@ -249,6 +255,9 @@ def test_overview_has_the_panels_users_look_for() -> None:
         "Spend",
         "Spend per agent and model",
         "Unpriced model calls",
+        "Approvals",
+        "Approval wait p90",
+        "Approvals by outcome",
     ]
 
 
@@ -434,6 +443,7 @@ def test_the_rules_alert_on_what_the_issue_asks_for() -> None:
         ("HookscopeHookFailing", "warning", "5m"),
         ("HookscopeSlowHook", "warning", "10m"),
         ("HookscopeSpendRateHigh", "warning", "10m"),
+        ("HookscopeApprovalsWaitingTooLong", "warning", "5m"),
     ]
 
 
@@ -489,6 +499,7 @@ def test_every_alert_links_its_runbook_section_and_its_dashboard_panel(
         "HookscopeHookFailing": "Hook failures",
         "HookscopeSlowHook": "Hook latency p95",
         "HookscopeSpendRateHigh": "Spend per agent and model",
+        "HookscopeApprovalsWaitingTooLong": "Approval wait p90",
     }
     assert shown == expected[rule["alert"]]
 

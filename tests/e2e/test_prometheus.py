@@ -38,6 +38,7 @@ import yaml
 
 from hookscope.telemetry import semconv as sc
 
+from ..support.approval_feed import ApprovalFeed
 from ..support.prometheus import (
     AlertmanagerApi,
     PrometheusApi,
@@ -103,7 +104,7 @@ def run(*argv: str | Path) -> str:
 
 def test_promtool_accepts_the_shipped_rules(binaries: None) -> None:
     output = run("promtool", "check", "rules", RULES)
-    assert "SUCCESS: 8 rules found" in output
+    assert "SUCCESS: 9 rules found" in output
 
 
 def test_promtool_unit_tests_of_every_alert_pass(binaries: None) -> None:
@@ -147,6 +148,7 @@ def stack(binaries: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with (
         ScrapeEndpoint() as endpoint,
         Workload(endpoint.meter_provider, [RECKLESS, CAREFUL, LONELY]),
+        ApprovalFeed(endpoint.meter_provider, [RECKLESS.agent, CAREFUL.agent]),
         alertmanager(ALERTMANAGER_CONFIG, workdir) as am,
     ):
         config = {

@@ -224,6 +224,9 @@ APPROVAL_ID: Final = "hookscope.approval.id"
 APPROVAL_CHANNEL: Final = "hookscope.approval.channel"
 #: ``approved``, ``denied`` or ``timed_out``.
 APPROVAL_OUTCOME: Final = "hookscope.approval.outcome"
+APPROVAL_APPROVED: Final = "approved"
+APPROVAL_DENIED: Final = "denied"
+APPROVAL_TIMED_OUT: Final = "timed_out"
 APPROVAL_APPROVER: Final = "hookscope.approval.approver"
 #: Counter of spend (``{USD}``) by agent, model and provider.
 METRIC_COST: Final = "hookscope.cost"
@@ -261,6 +264,7 @@ PROMETHEUS_NAMES: Final[dict[str, str]] = {
     METRIC_GUARDRAIL_VERDICTS: "hookscope_guardrail_verdicts_total",
     METRIC_COST: "hookscope_cost_total",
     METRIC_COST_UNPRICED: "hookscope_cost_unpriced_total",
+    METRIC_APPROVAL_DURATION: "hookscope_approval_duration_seconds",
 }
 
 #: Prometheus names of the process-level metrics. Kept apart from :data:`PROMETHEUS_NAMES`:
