@@ -213,3 +213,14 @@ def test_the_readme_example_loads(tmp_path: Path) -> None:
         "deny deny:mcp__github__delete_repo"
     )
     assert verdict(enforcer, "Read", file_path=f"{tmp_path}/.env") == "deny deny:Read(./.env)"
+
+
+def test_permissions_and_hook_aliases_share_one_argument_map() -> None:
+    """One source of truth: a permission alias renames arguments exactly as a hook alias."""
+    from hookscope.engine import claude, claude_permissions
+
+    assert claude_permissions.BUILTIN_ARGUMENTS is claude.BUILTIN_ARGUMENTS
+    for (tool, ours), args in claude.BUILTIN_ARGUMENTS.items():
+        (alias,) = claude.parse_aliases({tool: ours})
+        assert claude_permissions._aliases({tool: ours}) == {tool: (ours, alias.args)}
+        assert alias.args == args

@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 
 from hookscope._paths import WorkspaceGuard
 from hookscope._rules import CONFIRM, Policy, PolicyError, parse_target
+from hookscope.engine.claude import BUILTIN_ARGUMENTS
 from hookscope.engine.policy_config import Check, path_check
 from hookscope.matching import _glob_to_regex
 from hookscope.policy import PolicyEnforcer
@@ -82,14 +83,6 @@ _PATH_ARGUMENT: Final[Mapping[str, str]] = {
 #: Tools whose path argument may be left out (they then work in the project directory).
 _OPTIONAL_PATH: Final = frozenset({"Glob", "Grep"})
 _NO_PERMISSION: Final = ("TodoWrite", "Task", "Agent")
-#: Claude Code's argument names → the agent's, for aliases whose tools are known.
-_BUILTIN_ARGUMENTS: Final[Mapping[tuple[str, str], Mapping[str, str]]] = {
-    ("Bash", "run_command"): {"command": "CommandLine"},
-    ("Read", "view_file"): {"file_path": "AbsolutePath"},
-    ("Write", "write_to_file"): {"file_path": "TargetFile", "content": "CodeContent"},
-    ("Edit", "replace_file_content"): {"file_path": "TargetFile"},
-    ("Edit", "edit_file"): {"file_path": "TargetFile"},
-}
 _RULE: Final = re.compile(r"([A-Za-z0-9_\-]+)(?:\((.*)\))?", re.DOTALL)
 _SPLIT: Final = re.compile(r"&&|\|\||;|\||&|\n")
 _SUBSTITUTION: Final = re.compile(r"\$\(|`")
@@ -102,7 +95,8 @@ def _aliases(given: Mapping[str, Any] | None) -> dict[str, tuple[str, Mapping[st
     out: dict[str, tuple[str, Mapping[str, str]]] = {}
     for claude, value in (given or {}).items():
         if isinstance(value, str):
-            out[claude] = (value, _BUILTIN_ARGUMENTS.get((claude, value), {}))
+            # The one map of Claude Code's argument names, shared with hook aliases.
+            out[claude] = (value, BUILTIN_ARGUMENTS.get((claude, value), {}))
         elif isinstance(value, Mapping) and isinstance(value.get("tool"), str):
             out[claude] = (value["tool"], dict(value.get("args") or {}))
         elif isinstance(getattr(value, "tool", None), str):  # an alias object
