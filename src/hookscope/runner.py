@@ -123,6 +123,10 @@ class Dispatch(Fold, Generic[R]):
 class HookRunner(HookRegistrar, TypedDispatch):
     """Registers hooks and dispatches lifecycle events to them.
 
+    Registration, replacement and observers come from
+    :class:`~hookscope._registrar.HookRegistrar`, the ``dispatch_<event>`` coroutines from
+    :class:`~hookscope._dispatch_api.TypedDispatch`; the one dispatch loop is here.
+
     Args:
         hooks: Hooks to register, in order (see :meth:`register`).
 
