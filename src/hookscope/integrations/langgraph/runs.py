@@ -15,21 +15,21 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 
 from hookscope.integrations._kit import (
-    Governor,
     SubagentRun,
     ToolOp,
     Turn,
     ambient_session_id,
     current_parent,
 )
-from hookscope.integrations._kit.keyed import KeyedSessions
-from hookscope.integrations.wrap import TurnBlocked, _run_now
+from hookscope.integrations._kit.calls import run_now
+from hookscope.integrations._kit.keyed_govern import AskMode, Governed
+from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, Usage
 
 if TYPE_CHECKING:
@@ -37,20 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN", "AskMode", "Governed", "GraphRun", "astream_governed", "stream_governed"]
 
-AskMode = Literal["hookscope", "native"]
-
 logger = logging.getLogger("hookscope.integrations")
-
-
-class Governed:
-    """One ``govern()`` (or instrumentation): the runner's governor and its thread sessions."""
-
-    __slots__ = ("__weakref__", "ask", "governor", "sessions")
-
-    def __init__(self, governor: Governor, ask: AskMode, idle_s: float | None) -> None:
-        self.governor = governor
-        self.ask = ask
-        self.sessions = KeyedSessions(governor, idle_s=idle_s)
 
 
 @dataclass(eq=False)
@@ -179,7 +166,7 @@ def stream_governed(
         yield from wrapped(*args, **kwargs)
         return
     nested = _nested(outer, governed, graph) if outer is not None else None
-    graph_run = nested or _run_now(_begin(governed, graph, args, kwargs))
+    graph_run = nested or run_now(_begin(governed, graph, args, kwargs))
     handler = _Callbacks(graph_run)
     args, kwargs = _with_handler(args, kwargs, handler)
     token = RUN.set(graph_run)
@@ -199,7 +186,7 @@ def _finish_sync(
     if nested:
         _end_nested(graph_run, error)
     else:
-        _run_now(_end(graph_run, handler, error))
+        run_now(_end(graph_run, handler, error))
 
 
 async def astream_governed(
