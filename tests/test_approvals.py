@@ -229,3 +229,60 @@ def test_bad_options_are_refused() -> None:
         Approvals("terminal", on_timeout="maybe")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout_s=0"):
         Approvals("terminal", timeout_s=0)
+
+
+TERMINAL_AGENT = """
+import asyncio
+from hookscope import HookResult, HookRunner, ToolCall, hooks
+from hookscope.builtins import Approvals
+
+@hooks.pre_tool_call_decide
+def confirm(call):
+    return HookResult.ask("deploy to prod?")
+
+async def main():
+    runner = HookRunner([confirm, Approvals("terminal", timeout_s=30)])
+    async with runner.session() as session, session.turn("go") as turn:
+        outcome = await turn.call_tool(ToolCall("deploy", {}), lambda: "deployed")
+    print("OUTCOME", outcome.allowed, outcome.decision.user_approved)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(("typed", "allowed"), [(b"y\n", "True True"), (b"n\n", "False False")])
+def test_the_terminal_channel_asks_on_the_controlling_terminal(
+    tmp_path: Path, typed: bytes, allowed: str
+) -> None:
+    import os
+    import pty
+    import select
+
+    script = tmp_path / "agent.py"
+    script.write_text(TERMINAL_AGENT)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal (/dev/tty)
+        os.execv(sys.executable, [sys.executable, str(script)])
+    seen = b""
+    deadline = time.monotonic() + 60
+    answered = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(fd, 1024)
+                except OSError:  # the child exited and closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and b"[y/N]" in seen:
+                os.write(fd, typed)
+                answered = True
+    finally:
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = seen.decode(errors="replace")
+    assert "hookscope approval (deploy): deploy to prod? [y/N]" in text
+    assert f"OUTCOME {allowed}" in text

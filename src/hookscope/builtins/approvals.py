@@ -280,18 +280,19 @@ def _outcome(found: dict[str, Any]) -> tuple[Outcome, str]:
 def _ask_terminal(request: dict[str, Any], timeout_s: float) -> tuple[Outcome, str]:
     """Ask on the controlling terminal; no terminal, or no answer in time, is a timeout."""
     try:
-        tty = open("/dev/tty", "r+")  # noqa: SIM115 - closed below
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return "timed_out", ""
-    with tty:
+    try:
         tool = f" ({request['tool']})" if request.get("tool") else ""
-        tty.write(f"\nhookscope approval{tool}: {request['question']} [y/N] ")
-        tty.flush()
-        ready, _, _ = select.select([tty], [], [], timeout_s)
+        os.write(fd, f"\nhookscope approval{tool}: {request['question']} [y/N] ".encode())
+        ready, _, _ = select.select([fd], [], [], timeout_s)
         if not ready:
-            tty.write("\n(no answer: timed out)\n")
+            os.write(fd, b"\n(no answer: timed out)\n")
             return "timed_out", ""
-        reply = tty.readline().strip().lower()
+        reply = os.read(fd, 256).decode(errors="replace").strip().lower()
+    finally:
+        os.close(fd)
     user = getpass.getuser()
     return ("approved", user) if reply in ("y", "yes") else ("denied", user)
 
