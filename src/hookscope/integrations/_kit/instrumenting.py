@@ -238,12 +238,7 @@ class KitInstrumentor(BaseInstrumentor):
         try:
             targets = list(self.targets(governor))
         except ImportError:  # an SDK whose modules moved: instrument nothing, break nothing
-            logger.warning(
-                "hookscope cannot instrument this %s (expected %s); its agents run ungoverned",
-                self.sdk,
-                ", ".join(self.instruments),
-                exc_info=True,
-            )
+            self._cannot_instrument(kwargs.get("runner") is not None)
             undo()
             return
         for module, name, wrapper in targets:
@@ -264,6 +259,34 @@ class KitInstrumentor(BaseInstrumentor):
         self.governor = governor
         self._wrapped = tuple(wrapped)
         self._undo = undo
+
+    def _cannot_instrument(self, runner_given: bool) -> None:
+        """Say that this SDK's modules are not where this instrumentation expects them.
+
+        Raising would not stop the agents (``opentelemetry-instrument`` logs it and goes on),
+        so they run ungoverned: when hooks or a policy were asked for (``runner=`` or
+        ``HOOKSCOPE_CONFIG``) that is an error naming what to do, else a warning (only
+        tracing is lost).
+        """
+        expected = ", ".join(self.instruments) or "a supported version"
+        governed = runner_given or bool(os.environ.get(CONFIG_ENV, "").strip())
+        if not governed:
+            logger.warning(
+                "hookscope cannot instrument this %s (expected %s); its agents run untraced",
+                self.sdk,
+                expected,
+                exc_info=True,
+            )
+            return
+        logger.error(
+            "hookscope cannot instrument this %s (expected %s), so its agents run UNGOVERNED: "
+            "no hook or policy checks their turns and tool calls. Install a supported %s "
+            "version or upgrade hookscope.",
+            self.sdk,
+            expected,
+            self.sdk,
+            exc_info=True,
+        )
 
     def _uninstrument(self, **kwargs: Any) -> None:
         for module_name, qualified in reversed(self._wrapped):

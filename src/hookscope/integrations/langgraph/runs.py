@@ -27,9 +27,10 @@ from hookscope.integrations._kit import (
     Turn,
     ambient_session_id,
     current_parent,
+    run_now,
 )
 from hookscope.integrations._kit.keyed import KeyedSessions
-from hookscope.integrations.wrap import TurnBlocked, _run_now
+from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, Usage
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def stream_governed(
         yield from wrapped(*args, **kwargs)
         return
     nested = _nested(outer, governed, graph) if outer is not None else None
-    graph_run = nested or _run_now(_begin(governed, graph, args, kwargs))
+    graph_run = nested or run_now(_begin(governed, graph, args, kwargs))
     handler = _Callbacks(graph_run)
     args, kwargs = _with_handler(args, kwargs, handler)
     token = RUN.set(graph_run)
@@ -199,7 +200,7 @@ def _finish_sync(
     if nested:
         _end_nested(graph_run, error)
     else:
-        _run_now(_end(graph_run, handler, error))
+        run_now(_end(graph_run, handler, error))
 
 
 async def astream_governed(

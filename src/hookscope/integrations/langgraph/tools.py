@@ -18,9 +18,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import interrupt
 
-from hookscope.integrations._kit import ToolOp, ToolVerdict, Turn
+from hookscope.integrations._kit import ToolOp, ToolVerdict, Turn, run_now
 from hookscope.integrations.langgraph.runs import RUN, Governed, GraphRun
-from hookscope.integrations.wrap import _run_now
 from hookscope.types import HookscopeError, ToolCall
 
 __all__ = ["ToolError", "wrappers"]
@@ -59,11 +58,11 @@ def wrappers(
         if graph_run is None:
             if fallback is None:
                 return inner(request)
-            turn = _run_now(_loose_turn(fallback, request))
+            turn = run_now(_loose_turn(fallback, request))
             try:
                 return _sync_call(fallback, turn, None, request, inner)
             finally:
-                _run_now(turn.end())
+                run_now(turn.end())
         return _sync_call(graph_run.governed, graph_run.turn, graph_run, request, inner)
 
     async def governed_awrap(request: Any, execute: AsyncExecute) -> Any:
@@ -204,11 +203,11 @@ def _sync_call(
     request: Any,
     inner: Callable[[Any], Any],
 ) -> Any:
-    # A synchronous graph run cannot wait: hooks run to completion here (see wrap._run_now),
+    # A synchronous graph run cannot wait: hooks run to completion here (see _kit.run_now),
     # and asks go to hookscope's confirm path (interrupt-based native asks need async runs).
     op = _open(turn, graph_run, request)
     try:
-        verdict = _run_now(op.decide())
+        verdict = run_now(op.decide())
     except Exception as error:
         op.close(error)
         return _reply(request, governed.governor.guard.failed("pre_tool_call", error), "error")
@@ -224,7 +223,7 @@ def _sync_call(
         op.close()
         raise
     except Exception as error:
-        recovery = _run_now(op.failed(error))
+        recovery = run_now(op.failed(error))
         if recovery is None:
             raise
         return _reply(request, recovery.value)
@@ -234,4 +233,4 @@ def _sync_call(
     finally:
         if token is not None:
             RUN.reset(token)
-    return _run_now(_returned(op, request, result))
+    return run_now(_returned(op, request, result))
