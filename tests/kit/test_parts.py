@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope import HookRunner, ToolCall
 from hookscope.context import OperationContext
@@ -284,3 +286,47 @@ def test_an_sdk_whose_modules_moved_is_an_error_when_governance_was_asked_for(
             assert "Install a supported moved-sdk version or upgrade hookscope" in message
     finally:
         instrumentor.uninstrument()
+
+
+async def test_a_session_in_flight_at_uninstrument_stays_traced_until_it_ends(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    instrumentor = _Nothing()
+    instrumentor.instrument(tracer_provider=tracer_provider, runner=None)
+    governor = instrumentor.governor
+    assert governor is not None
+    runner = governor.runner
+    session = await governor.open_session(session_id="in-flight")
+    turn = await session.start_turn("hello")
+
+    instrumentor.uninstrument()
+    # Still governed and traced: the OTelHook the instrumentor added stays until it ends.
+    assert [type(o).__name__ for o in runner.notifier.observers] == ["OTelHook"]
+    await turn.end()
+    await session.end()
+
+    spans = span_exporter.get_finished_spans()
+    assert sorted((s.name, dict(s.attributes or {}).get("session.id")) for s in spans) == [
+        ("invoke_agent agent", "in-flight"),
+        ("session agent", "in-flight"),
+    ]
+    assert runner.notifier.observers == ()  # removed once the last session ended
+
+
+async def test_instrumenting_again_with_the_same_runner_keeps_its_otel_hook(
+    tracer_provider: TracerProvider,
+) -> None:
+    runner = HookRunner()
+    first = _Nothing()
+    first.instrument(tracer_provider=tracer_provider, runner=runner)
+    assert first.governor is not None
+    session = await first.governor.open_session()
+    first.uninstrument()
+    second = _Nothing()
+    second.instrument(tracer_provider=tracer_provider, runner=runner)
+    try:
+        await session.end()  # the first instrumentation's last session: its hook serves on
+        assert [type(o).__name__ for o in runner.notifier.observers] == ["OTelHook"]
+    finally:
+        second.uninstrument()
+    assert runner.notifier.observers == ()

@@ -7,7 +7,9 @@ arguments). The base resolves the runner (``runner=``, else the hooks of ``HOOKS
 else none; a config file that cannot be loaded governs too: it denies everything), adds an
 ``OTelHook`` built from the providers when the runner has none, wraps each target on its own
 (one the installed SDK lacks costs only itself), unwraps all on ``uninstrument()`` and never
-wraps twice. Sessions already running stay governed until they end.
+wraps twice. Sessions already running stay governed and traced until they end: the
+``OTelHook`` the base added is removed once the last of them has ended, so their spans end as
+OpenTelemetry users expect of spans started before an instrumentor was removed.
 """
 
 from __future__ import annotations
@@ -296,6 +298,20 @@ class KitInstrumentor(BaseInstrumentor):
                 owner = getattr(owner, part)
             unwrap(owner, attribute)
         self._wrapped = ()
-        self.governor = None
+        governor, self.governor = self.governor, None
         undo, self._undo = self._undo, _nothing
-        undo()
+        if governor is None:
+            undo()
+            return
+        runner = governor.runner
+
+        def release() -> None:
+            current = self.governor
+            if current is not None and current.runner is runner and self._undo is _nothing:
+                self._undo = undo  # instrumented again with this runner: its OTelHook serves on
+            else:
+                undo()
+
+        # Sessions in flight keep their OTelHook until they end (their spans end, as spans
+        # started before an OpenTelemetry instrumentor was removed do); new ones are not seen.
+        governor.when_idle(release)
