@@ -36,6 +36,7 @@ from hookscope.integrations.claude_agent_sdk import govern  # noqa: E402
 from hookscope.integrations.claude_agent_sdk import stream as claude_stream  # noqa: E402
 from hookscope.policy import deny, enforce  # noqa: E402
 from hookscope.testing import recording  # noqa: E402
+from span_lines import tree_lines  # noqa: E402
 
 SHOWN = (
     "hookscope.turn.outcome",
@@ -67,25 +68,14 @@ def script(tag: str) -> dict[str, list[Any]]:
 
 
 def lines(spans: Sequence[ReadableSpan]) -> list[str]:
-    """Each span as ``name {shown attributes}``, indented under its parent, by start time."""
-    ids = {s.context.span_id for s in spans if s.context is not None}
-    children: dict[int | None, list[ReadableSpan]] = {}
-    for span in spans:
-        parent = span.parent.span_id if span.parent is not None else None
-        children.setdefault(parent if parent in ids else None, []).append(span)
-    out: list[str] = []
+    """Each span as ``name  [shown attributes]``, indented under its parent, by start time."""
+    return tree_lines(spans, _label)
 
-    def walk(span: ReadableSpan, depth: int) -> None:
-        attributes = span.attributes or {}
-        shown = ", ".join(f"{k.split('.')[-1]}={attributes[k]}" for k in SHOWN if k in attributes)
-        out.append(f"{'  ' * depth}{span.name}" + (f"  [{shown}]" if shown else ""))
-        span_id = span.context.span_id if span.context is not None else None
-        for child in sorted(children.get(span_id, []), key=lambda s: s.start_time or 0):
-            walk(child, depth + 1)
 
-    for root in sorted(children.get(None, []), key=lambda s: s.start_time or 0):
-        walk(root, 0)
-    return out
+def _label(span: ReadableSpan) -> str:
+    attributes = span.attributes or {}
+    shown = ", ".join(f"{k.split('.')[-1]}={attributes[k]}" for k in SHOWN if k in attributes)
+    return span.name + (f"  [{shown}]" if shown else "")
 
 
 async def run(claude: ClaudeEnv, base: Path) -> tuple[list[str], list[str], list[str], list[str]]:

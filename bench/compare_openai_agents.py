@@ -66,6 +66,7 @@ from hookscope import HookRunner  # noqa: E402
 from hookscope.integrations.openai_agents import end_session, govern  # noqa: E402
 from hookscope.policy import allow, deny, enforce  # noqa: E402
 from hookscope.telemetry import OTelHook  # noqa: E402
+from span_lines import tree_lines  # noqa: E402
 
 #: Tool calls per measured turn.
 CALLS = 10
@@ -127,25 +128,17 @@ SCRIPT = {
 }
 
 
-def tree_lines(spans: Sequence[ReadableSpan]) -> list[str]:
-    ids = {s.context.span_id for s in spans if s.context is not None}
-    children: dict[int | None, list[ReadableSpan]] = {}
-    for span in spans:
-        parent = span.parent.span_id if span.parent is not None else None
-        children.setdefault(parent if parent in ids else None, []).append(span)
-    out: list[str] = []
+def lines(spans: Sequence[ReadableSpan]) -> list[str]:
+    """Each span as ``name  shown.attributes``, indented under its parent, by start time."""
+    return tree_lines(spans, _label)
 
-    def walk(parent: int | None, depth: int) -> None:
-        for span in sorted(children.get(parent, []), key=lambda s: s.start_time or 0):
-            attributes = span.attributes or {}
-            shown = " ".join(
-                f"{'.'.join(k.split('.')[-2:])}={attributes[k]}" for k in SHOWN if k in attributes
-            )
-            out.append(f"{'  ' * depth}{span.name}  {shown}".rstrip())
-            walk(span.context.span_id if span.context is not None else None, depth + 1)
 
-    walk(None, 0)
-    return out
+def _label(span: ReadableSpan) -> str:
+    attributes = span.attributes or {}
+    shown = " ".join(
+        f"{'.'.join(k.split('.')[-2:])}={attributes[k]}" for k in SHOWN if k in attributes
+    )
+    return f"{span.name}  {shown}".rstrip()
 
 
 async def conversation(agent: Agent[Any], tracing: bool) -> list[str]:
@@ -170,7 +163,7 @@ async def side_by_side() -> None:
         tracer_provider, exporter, meter_provider = pipeline()
         hook = OTelHook(tracer_provider, meter_provider)
         answers = await conversation(govern(agent, HookRunner([hook, policy()])), tracing=False)
-        ours = tree_lines(exporter.get_finished_spans())
+        ours = lines(exporter.get_finished_spans())
 
         tracer_provider, exporter, _ = pipeline()
         instrumentor = OpenInferenceInstrumentor()
@@ -179,7 +172,7 @@ async def side_by_side() -> None:
             peer_answers = await conversation(agent, tracing=True)
         finally:
             instrumentor.uninstrument()
-        peer = tree_lines(exporter.get_finished_spans())
+        peer = lines(exporter.get_finished_spans())
         await client.close()
     print("Span trees of the same two-turn session")
     print(f"hookscope (governed; answers {json.dumps(answers)}):")

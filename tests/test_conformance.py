@@ -51,6 +51,13 @@ TYPES: Final[dict[str, Any]] = {
     "gen_ai.usage.cache_read.input_tokens": INT,
     "gen_ai.usage.cache_creation.input_tokens": INT,
     "gen_ai.usage.reasoning.output_tokens": INT,
+    # DESIGN §11: what a model call, turn or session cost, with hookscope.cost.currency
+    "gen_ai.usage.cost": FLOAT,
+    # the gen_ai.evaluation.result event (prompt-hook verdicts, scored HookResults)
+    "gen_ai.evaluation.name": STR,
+    "gen_ai.evaluation.score.value": FLOAT,
+    "gen_ai.evaluation.score.label": STR,
+    "gen_ai.evaluation.explanation": STR,
     # MCP conventions (on the execute_tool span of a tool an MCP server provides)
     "mcp.method.name": STR,
     # OpenInference
@@ -94,6 +101,9 @@ SPANS: Final[dict[str, dict[str, Any]]] = {
             "gen_ai.provider.name": None,
             "gen_ai.request.model": None,
             "llm.model_name": None,
+            # the fixture prices the demo's model: every chat span says what it cost
+            "gen_ai.usage.cost": None,
+            "hookscope.cost.currency": "USD",
         },
         "openinference": "LLM",
     },
@@ -190,6 +200,16 @@ METRICS: Final[dict[str, dict[str, Any]]] = {
         "unit": "{failure}",
         "required": {"hookscope.hook.name": None, "error.type": None},
     },
+    "hookscope.cost": {
+        "instrument": "counter",
+        "unit": "{USD}",
+        "required": {"gen_ai.request.model": None, "gen_ai.provider.name": None},
+    },
+    "hookscope.cost.unpriced": {
+        "instrument": "counter",
+        "unit": "{call}",
+        "required": {"gen_ai.request.model": None},
+    },
 }
 #: Never on a metric: per-session or per-call values would make every series unique.
 HIGH_CARDINALITY: Final = {"session.id", "gen_ai.conversation.id", "gen_ai.tool.call.id"}
@@ -242,10 +262,17 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
     """Three demo sessions, content capture on spans and events."""
     import asyncio
 
-    with recording(capture_content=ContentCapture.SPAN_AND_EVENT) as rec:
-        agent = DemoAgent(Path(tmp_path_factory.mktemp("workspace")), hooks=[rec.hook], seed=3)
-        asyncio.run(agent.run(3))
-        yield rec
+    from hookscope.demo.agent import MODEL
+    from hookscope.telemetry.cost import set_prices
+
+    set_prices({MODEL: {"input": 3.0, "output": 15.0}})
+    try:
+        with recording(capture_content=ContentCapture.SPAN_AND_EVENT) as rec:
+            agent = DemoAgent(Path(tmp_path_factory.mktemp("workspace")), hooks=[rec.hook], seed=3)
+            asyncio.run(agent.run(3))
+            yield rec
+    finally:
+        set_prices(None)
 
 
 def test_every_span_has_its_conventional_name_kind_and_required_attributes(
@@ -343,8 +370,9 @@ def test_every_metric_has_its_instrument_unit_and_required_attributes(demo: Reco
                     for key, value in attributes.items():
                         check_type(key, value)
                 seen.add(metric.name)
-    # Everything but the hook failure counter (the demo's hooks never fail).
-    assert seen == set(METRICS) - {"hookscope.hook.failures"}
+    # Everything but the hook failure counter (the demo's hooks never fail) and the unpriced
+    # counter (the fixture prices the demo's model).
+    assert seen == set(METRICS) - {"hookscope.hook.failures", "hookscope.cost.unpriced"}
 
 
 def test_the_tracer_names_its_schema(demo: Recording) -> None:

@@ -246,6 +246,9 @@ def test_overview_has_the_panels_users_look_for() -> None:
         "Model call latency",
         "Guardrail verdicts",
         "Questions and compactions",
+        "Spend",
+        "Spend per agent and model",
+        "Unpriced model calls",
     ]
 
 
@@ -294,6 +297,8 @@ PER_SECOND_UNITS: Final = frozenset({"ops", "reqps", "rps", "cps", "wps"})
 def query_kind(expr: str) -> str:
     """What a panel query computes, by its outermost operation."""
     compact = " ".join(expr.split())
+    if "hookscope_cost_total" in compact:
+        return "usd"  # spend (hookscope.cost counts US dollars)
     if compact.startswith("histogram_quantile("):
         return "seconds" if "_seconds_bucket" in compact else "count"
     if re.search(r"\) / (sum|rate)", compact):
@@ -312,6 +317,8 @@ def unit_matches(kind: str, unit: str) -> bool:
         return unit == "percentunit"
     if kind == "seconds":
         return unit == "s"
+    if kind == "usd":
+        return unit == "currencyUSD"
     return unit in ("short", "none")
 
 
@@ -426,6 +433,7 @@ def test_the_rules_alert_on_what_the_issue_asks_for() -> None:
         ("HookscopeDecideHookFailing", "critical", "1m"),
         ("HookscopeHookFailing", "warning", "5m"),
         ("HookscopeSlowHook", "warning", "10m"),
+        ("HookscopeSpendRateHigh", "warning", "10m"),
     ]
 
 
@@ -480,6 +488,7 @@ def test_every_alert_links_its_runbook_section_and_its_dashboard_panel(
         "HookscopeDecideHookFailing": "Hook failures",
         "HookscopeHookFailing": "Hook failures",
         "HookscopeSlowHook": "Hook latency p95",
+        "HookscopeSpendRateHigh": "Spend per agent and model",
     }
     assert shown == expected[rule["alert"]]
 

@@ -109,9 +109,13 @@ def test_view_renders_what_demo_wrote(
     directory = str(tmp_path / "telemetry")
     argv = ["demo", "--sessions", "2", "--seed", "7", "--directory", directory, "--layout", layout]
     assert main(argv) == 0
-    first, second = _session_ids(capsys.readouterr().out)
+    demo_output = capsys.readouterr().out
+    first, second = _session_ids(demo_output)
     assert re.fullmatch(r"demo-coder-[0-9a-f]{6}-0000", first)
     assert second == first[:-1] + "1"
+    # The demo prices its scripted model ([prices] in its hookscope.toml): spend is shown.
+    (cost_line,) = [line for line in demo_output.splitlines() if "cost (model calls)" in line]
+    assert re.search(r"\$0\.\d{4}", cost_line), cost_line
     assert main(["view", directory]) == 0
     view_output = capsys.readouterr().out
     assert _session_ids(view_output) == [first, second]

@@ -199,7 +199,7 @@ def test_a_missing_option_is_one_line_on_stderr_and_exit_2(
 
     assert (status, capsys.readouterr().err) == (
         2,
-        "hookscope: error: the following arguments are required: --policies "
+        "hookscope: error: one of the arguments --policies --config is required "
         "(see hookscope policy explain --help)\n",
     )
 

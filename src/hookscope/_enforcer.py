@@ -15,6 +15,7 @@ from hookscope._index import RuleIndex
 from hookscope._names import fold_server
 from hookscope._paths import WorkspaceGuard
 from hookscope._rules import (
+    CONFIRM,
     DECISION_RANK,
     Decision,
     Named,
@@ -96,6 +97,17 @@ class _Rule:
         self.handler = policy.handler
         #: A rule without a condition always decides: nothing after it is ever reached.
         self.static = when is None and policy.decision is not Decision.ASK_USER
+        if policy.handler is CONFIRM:
+            # The runner asks (HookResult.ask): the match itself is the pending question.
+            self.handler = None
+            self.static = when is None
+            question = policy.reason or f"policy rule {label!r} asks to confirm this call"
+            pending = PolicyDecision(
+                Decision.ASK_USER, "denied", label, bucket, "would ask the user (not asked)"
+            )
+            self.matched = HookResult(allow=False, message=question, decision=pending, confirm=True)
+            self.approved = self.refused = self.matched
+            return
         if policy.decision is Decision.ASK_USER:
             # Matched but not asked (a dry run); the handler's answer picks the other two.
             ask = Decision.ASK_USER

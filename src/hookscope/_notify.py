@@ -15,7 +15,7 @@ from time import perf_counter
 from typing import Any, Final, final
 
 from hookscope.context import NO_RECOVERY_KEY, HookContext
-from hookscope.hooks import HookEvent
+from hookscope.hooks import EVENTS, HookEvent
 from hookscope.types import HookResult
 
 __all__ = [
@@ -146,6 +146,7 @@ class Notifier:
         "_scope_started",
         "active",
         "observers",
+        "starts",
     )
 
     def __init__(self, observers: Sequence[object] = ()) -> None:
@@ -158,6 +159,12 @@ class Notifier:
                 and getattr(type(o), method, None) is not getattr(DispatchObserver, method)
             )
 
+        started_by = tuple(
+            o
+            for o in observers
+            if getattr(o, "dispatch_started", None) is not None
+            and getattr(type(o), "dispatch_started", None) is not DispatchObserver.dispatch_started
+        )
         self.observers: tuple[object, ...] = tuple(observers)
         self.active = bool(observers)
         self._scope_started = bound("scope_started")
@@ -170,6 +177,17 @@ class Notifier:
         # Reversed: observers unwind what they attached in started, innermost first.
         self._hook_run_finished = bound("hook_run_finished")[::-1]
         self._failed: set[int] = set()
+        # dispatch_started per event: an observer may declare the events it acts on there
+        # (OTelHook: model events only), and is not called for the others.
+        #: Who is told of each event's start: a dispatch whose event nobody wants skips the call.
+        self.starts: dict[str, tuple[Callback, ...]] = {
+            event: tuple(
+                m
+                for o, m in zip(started_by, self._dispatch_started, strict=True)
+                if _acts_on_start(o, event)
+            )
+            for event in EVENTS
+        }
         # One observer (OTelHook, usually) is told directly: no loop, no extra frame per
         # report. The reports below are per hook and per dispatch, the agent's hot path.
         self._one: tuple[Callback | None, ...] = tuple(
@@ -207,14 +225,17 @@ class Notifier:
 
     def dispatch_started(self, event: str, context: HookContext, data: Any) -> None:
         """``event`` is about to run its hooks on ``data``."""
-        one = self._one[2]
-        if one is not None:
+        callbacks = self.starts.get(event, self._dispatch_started)
+        if not callbacks:
+            return
+        if len(callbacks) == 1:
+            one = callbacks[0]
             try:
                 one(event, context, data)
             except Exception:
                 self._log_failure(one)
-        elif self._dispatch_started:
-            self._notify(self._dispatch_started, event, context, data)
+        else:
+            self._notify(callbacks, event, context, data)
 
     def hook_finished(
         self,
@@ -284,6 +305,16 @@ class Notifier:
             logger.exception(
                 "dispatch observer %r failed; its further failures are not logged", callback
             )
+
+
+def _acts_on_start(observer: object, event: str) -> bool:
+    """Whether ``observer``'s ``dispatch_started`` wants ``event``: every event, unless it
+    declares the ones it acts on (``_hookscope_started_events``, a set of names; anything
+    else, such as what an object answering every attribute returns, declares nothing)."""
+    if not hasattr(type(observer), "_hookscope_started_events"):  # declared by its class
+        return True
+    events = getattr(observer, "_hookscope_started_events", None)
+    return not isinstance(events, (set, frozenset)) or event in events
 
 
 def verdict_of(value: Any) -> str:

@@ -11,12 +11,26 @@ import inspect
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, final
+from typing import Any, Final, Protocol, final
 
+from hookscope.context import OperationContext
 from hookscope.hooks import EVENTS, CategoryHook, Hook, HookEvent, _FunctionHook
 from hookscope.matching import TOOL_EVENTS, HookMatcher
+from hookscope.types import ToolCall, ToolResult
 
-__all__ = ["Registration", "Table", "hook_name", "not_a_hook", "registrations"]
+__all__ = [
+    "NEVER",
+    "Gate",
+    "Registration",
+    "Stamp",
+    "Table",
+    "ToolNarrowing",
+    "gate_of",
+    "hook_name",
+    "not_a_hook",
+    "registrations",
+    "same_events",
+]
 
 #: Lifecycle method names other agent SDKs use, and ours for each: an object that has them
 #: but none of ours is a port from another SDK, not a hook that wants nothing.
@@ -82,31 +96,225 @@ class Registration:
         self.once_key: object | None = getattr(hook, "dedupe_key", None)
 
 
+_TOOL_EVENTS: Final[tuple[HookEvent, ...]] = tuple(e for e in EVENTS if e in TOOL_EVENTS)
+
+#: ``(mapping, key, value)``: while ``mapping.get(key) is value``, a gate is as it was.
+Stamp = tuple[Mapping[Any, Any], Any, object]
+
+
+class Gate(Protocol):
+    """A hook's declaration that, while it is shut, the hook does nothing for any event.
+
+    A hook declares one through a ``_hookscope_gate()`` method (``LoggingHook``: its logger
+    is not enabled for its level). A shut gate takes the hook out of the table the way an
+    event method it does not override is never registered. The runner checks the gate's
+    :meth:`stamp` on every dispatch (one dictionary lookup) and asks :meth:`is_open` again
+    when it no longer holds, so a hook whose gate opens runs from the next dispatch on.
+    """
+
+    def is_open(self) -> bool:
+        """Whether the hook may act now (exact; asked when the table is built)."""
+        ...
+
+    def stamp(self, was_open: bool) -> Stamp | None:
+        """What stays as it is while :meth:`is_open` surely still answers ``was_open``;
+        ``None`` when it always will."""
+        ...
+
+
+@final
+class _Never:
+    """The gate of a hook that never acts: shut for good, so nothing to check per dispatch."""
+
+    __slots__ = ()
+
+    def is_open(self) -> bool:
+        return False
+
+    def stamp(self, was_open: bool) -> None:
+        return None
+
+
+#: The gate of a hook whose every event method provably does nothing (``AllowAll``).
+NEVER: Final = _Never()
+
+
+def gate_of(hook: object) -> Gate | None:
+    """The gate ``hook`` declares, if any."""
+    if not callable(getattr(type(hook), "_hookscope_gate", None)):  # declared by its class
+        return None
+    gate: Gate | None = hook._hookscope_gate()  # type: ignore[attr-defined]
+    return gate
+
+
+def same_events(hook: object, cls: type) -> bool:
+    """Whether ``hook``'s class overrides none of ``cls``'s event methods: only then does a
+    gate ``cls`` declares from what its own methods do hold for ``hook`` too."""
+    kind = type(hook)
+    return all(getattr(kind, event) is getattr(cls, event) for event in EVENTS)
+
+
+@final
+class ToolNarrowing:
+    """One tool event's hooks, narrowed per tool by what depends only on the tool's name.
+
+    A matcher without ``paths`` or ``tiers`` reads the call's name and server alone, and so
+    does a hook's ``_hookscope_acts_on(event, call)`` declaration (``ToolTiers``: only
+    confirm-tier tools): which of the event's hooks may act is worked out once per tool and
+    cached, and a dispatch meets only those (the loop still asks every matcher it meets).
+    """
+
+    __slots__ = ("_event", "_filters", "cache")
+
+    #: Tools remembered per event; names come from the model, so the cache is bounded.
+    LIMIT: Final = 512
+
+    def __init__(self, event: HookEvent, registrations: tuple[Registration, ...]) -> None:
+        self._event = event
+        self._filters = tuple((r, _tool_filter(r)) for r in registrations)
+        #: What :meth:`select` found, by :meth:`key`: the runner reads it inline.
+        self.cache: dict[str | tuple[str, str], tuple[Registration, ...]] = {}
+
+    @staticmethod
+    def applies(registrations: tuple[Registration, ...]) -> bool:
+        """Whether some of ``registrations`` can be narrowed by tool name."""
+        return any(_tool_filter(r) is not None for r in registrations)
+
+    def call_of(self, context: Any, data: Any) -> ToolCall:
+        """The call the dispatch of ``data`` in ``context`` concerns, as matchers read it."""
+        return data if type(data) is ToolCall else _call_of(context, data)
+
+    @staticmethod
+    def key(call: ToolCall) -> str | tuple[str, str]:
+        """The cache key of ``call``: its name, or (name, server) for an MCP tool."""
+        server = call.server
+        return call.name if server is None else (call.name, server)
+
+    def select(self, call: ToolCall) -> tuple[Registration, ...]:
+        """The registrations that may act on ``call`` (remembered per tool)."""
+        key = self.key(call)
+        found = self.cache.get(key)
+        if found is None:
+            event = self._event
+            found = tuple(r for r, acts in self._filters if acts is None or acts(event, call))
+            if len(self.cache) < self.LIMIT:
+                self.cache[key] = found
+        return found
+
+
+ToolFilter = Callable[[HookEvent, ToolCall], bool]
+
+
+def _tool_filter(registration: Registration) -> ToolFilter | None:
+    """What tells, from a call's name alone, whether the registration's hook may act on it."""
+    matcher = registration.matcher
+    names = matcher is not None and _names_tools(matcher)
+    hook = registration.hook
+    declared = None
+    if callable(getattr(type(hook), "_hookscope_acts_on", None)):  # declared by its class
+        declared = hook._hookscope_acts_on  # type: ignore[attr-defined]
+    if not names:
+        return declared
+    assert matcher is not None
+    if declared is None:
+        return lambda event, call: matcher.matches(call)
+    return lambda event, call: matcher.matches(call) and bool(declared(event, call))
+
+
+def _call_of(context: Any, data: Any) -> ToolCall:
+    """The call a ``post_tool_call`` or ``on_tool_error`` dispatch concerns (as matchers read
+    it: the result's call, else the operation's, else a nameless one)."""
+    if type(data) is ToolResult:
+        return data.call
+    call = context.call if isinstance(context, OperationContext) else None
+    return call if call is not None else _NO_CALL
+
+
+_NO_CALL: Final = ToolCall("")
+
+
+def _names_tools(matcher: HookMatcher | None) -> bool:
+    """Whether ``matcher`` narrows by tool name and by nothing else."""
+    return (
+        matcher is not None
+        and matcher.selects_tools
+        and matcher.paths is None
+        and matcher.tiers is None
+    )
+
+
 @final
 class Table:
     """The runner's hooks: one immutable snapshot, replaced whole on every change.
 
     A dispatch reads ``table.by_event[event]`` once, so it finishes with the table it started
-    with, whatever is registered, unregistered or replaced meanwhile.
+    with, whatever is registered, unregistered or replaced meanwhile. ``registered`` lists
+    every hook's registrations; ``by_event`` leaves out hooks whose gate is shut (see
+    :class:`Gate`), and ``narrowed`` holds the tool events some matcher narrows by name.
     """
 
-    __slots__ = ("by_event", "hooks")
+    __slots__ = ("by_event", "gated", "gates", "hooks", "narrowed", "registered", "stamp", "stamps")
 
     def __init__(
-        self, hooks: tuple[object, ...], by_event: Mapping[HookEvent, tuple[Registration, ...]]
+        self,
+        hooks: tuple[object, ...],
+        registered: Mapping[HookEvent, tuple[Registration, ...]],
+        by_event: Mapping[HookEvent, tuple[Registration, ...]],
+        gates: tuple[tuple[Gate, bool], ...],
     ) -> None:
         self.hooks = hooks
+        self.registered = registered
         self.by_event = by_event
+        #: Each declared gate and whether it was open when the table was built.
+        self.gates = gates
+        self.gated = False  # whether a gate has a stamp to check on every dispatch
+        self.stamps: tuple[Stamp, ...] = ()
+        self.stamp: Stamp | None = None  # the one stamp, checked inline by the runner
+        self.restamp()
+        self.narrowed: dict[HookEvent, ToolNarrowing] = {
+            event: ToolNarrowing(event, by_event[event])
+            for event in _TOOL_EVENTS
+            if ToolNarrowing.applies(by_event[event])
+        }
+
+    def holds(self) -> bool:
+        """Whether every gate's stamp still holds: no gate can have changed."""
+        return all(mapping.get(key) is value for mapping, key, value in self.stamps)
+
+    def reopened(self) -> bool:
+        """Whether a gate opened or shut since the table was built (exact, slower)."""
+        return any(gate.is_open() != was_open for gate, was_open in self.gates)
+
+    def restamp(self) -> None:
+        """Take the gates' stamps afresh (their states are unchanged)."""
+        stamps = (gate.stamp(was_open) for gate, was_open in self.gates)
+        self.stamps = tuple(stamp for stamp in stamps if stamp is not None)
+        self.stamp = self.stamps[0] if len(self.stamps) == 1 else None
+        self.gated = bool(self.stamps)
 
     @classmethod
     def build(cls, entries: Iterable[tuple[object, list[tuple[HookEvent, Registration]]]]) -> Table:
         hooks: list[object] = []
+        registered: dict[HookEvent, list[Registration]] = {event: [] for event in EVENTS}
         by_event: dict[HookEvent, list[Registration]] = {event: [] for event in EVENTS}
+        gates: list[tuple[Gate, bool]] = []
         for hook, pairs in entries:
             hooks.append(hook)
+            gate = gate_of(hook) if pairs else None
+            is_open = True
+            if gate is not None:
+                is_open = gate.is_open()
+                gates.append((gate, is_open))
             for event, registration in pairs:
-                by_event[event].append(registration)
-        return cls(tuple(hooks), {event: tuple(regs) for event, regs in by_event.items()})
+                registered[event].append(registration)
+                if is_open:
+                    by_event[event].append(registration)
+        return cls(
+            tuple(hooks),
+            {event: tuple(regs) for event, regs in registered.items()},
+            {event: tuple(regs) for event, regs in by_event.items()},
+            tuple(gates),
+        )
 
 
 def hook_name(hook: object) -> str:

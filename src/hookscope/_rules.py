@@ -11,12 +11,13 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, final
 
 from hookscope._names import fold_server
 from hookscope.types import Decision, HookscopeError, PolicyDecision, ToolCall
 
 __all__ = [
+    "CONFIRM",
     "DECISION_RANK",
     "WILDCARD",
     "AskHandler",
@@ -50,6 +51,27 @@ class PolicyError(HookscopeError, ValueError):
     """A rule or a rule set cannot be enforced as written; the message says what to change."""
 
     __module__ = "hookscope.policy"
+
+
+@final
+class _Confirm:
+    """The ``handler`` that asks through the runner instead of a function: see :data:`CONFIRM`."""
+
+    __slots__ = ()
+
+    def __call__(self, call: ToolCall) -> bool:
+        # Called directly (outside a PolicyEnforcer) it cannot ask anyone: refuse.
+        return False
+
+    def __repr__(self) -> str:
+        return "policy.CONFIRM"
+
+
+#: ``ask_user(tool, handler=CONFIRM)``: the rule's match becomes ``HookResult.ask``, so the
+#: runner puts a confirm question to the ``on_interaction`` hooks (``builtins.Approvals``, an
+#: adapter's native prompt); the answer ``"allow"`` runs the call, anything else denies it.
+#: Rules loaded from configuration files ask this way.
+CONFIRM: Final = _Confirm()
 
 
 #: Inside a target tier, deny beats ask_user beats allow.
@@ -235,7 +257,11 @@ class Policy:
                     f"ask_user rule for {self.tool!r} has no handler; pass handler=fn, where "
                     "fn(call) returns True to run the call (use deny() to refuse it outright)"
                 )
-            if not callable(self.handler) or predicate_input(self.handler, "handler") == "nothing":
+            if self.handler is CONFIRM:
+                pass
+            elif (
+                not callable(self.handler) or predicate_input(self.handler, "handler") == "nothing"
+            ):
                 raise PolicyError(
                     f"handler {self.handler!r} must be a function taking the ToolCall and "
                     "returning True to run it"

@@ -159,8 +159,10 @@ class SessionScope:
         runner = self._runner
         try:
             runner.notifier.scope_started(self.context)
-            if not runner.idle("on_session_start"):  # a dispatch with no one to tell is skipped
-                await runner.dispatch_on_session_start(self.context)
+            # A dispatch with no one to tell is skipped; dispatch() hands back the loop's own
+            # coroutine (no extra frame, unlike dispatch_on_session_start).
+            if not runner.idle("on_session_start"):
+                await runner.dispatch("on_session_start", self.context, None)
         except BaseException as error:
             await self._end(error)
             raise
@@ -184,7 +186,7 @@ class SessionScope:
         runner = self._runner
         try:
             if not runner.idle("on_session_end"):
-                await runner.dispatch_on_session_end(context)
+                await runner.dispatch("on_session_end", context, None)
         finally:
             runner.notifier.scope_ended(context, error)
 
@@ -257,7 +259,7 @@ class TurnScope:
         try:
             runner.notifier.scope_started(context)
             if not runner.idle("pre_turn"):  # else the verdict stays ALLOW, pre_turn's default
-                self.result = await runner.dispatch_pre_turn(context, context.prompt)
+                self.result = (await runner.dispatch("pre_turn", context, context.prompt)).result
         except BaseException as error:
             self._close(ended_by(error), error)
             raise

@@ -1,8 +1,9 @@
 """The ``hookscope`` command.
 
-``hookscope policy explain --policies MODULE:ATTR --call JSON [--mcp-server NAME ...]``
+``hookscope policy explain (--policies MODULE:ATTR | --config FILE) --call JSON [--mcp-server N]``
     Load the rules ``ATTR`` names in the importable module ``MODULE`` (a list of rules, a
-    single rule, or a built ``PolicyEnforcer``), decide one tool call as the enforcer would,
+    single rule, or a built ``PolicyEnforcer``), or the policy a configuration file compiles
+    (``[policy]`` in hookscope.toml or pyproject.toml), decide one tool call as the enforcer would,
     and print the decision, its bucket, the deciding rule and why. ``JSON`` is an object
     ``{"name": "...", "args": {...}, "server": null, "id": ""}``; only ``name`` is required.
     ``--mcp-server`` registers the MCP servers ``server/...`` rules name (an enforcer brings
@@ -71,8 +72,10 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Decide one tool call with the given policies (ask handlers are not called).",
         epilog="exit status: 0 allowed, 1 denied, 3 would ask the user, 2 bad input",
     )
-    explain.add_argument(
-        "--policies", required=True, metavar="MODULE:ATTR", help="e.g. myagent.rules:POLICIES"
+    source = explain.add_mutually_exclusive_group(required=True)
+    source.add_argument("--policies", metavar="MODULE:ATTR", help="e.g. myagent.rules:POLICIES")
+    source.add_argument(
+        "--config", metavar="FILE", help="hookscope.toml, pyproject.toml or .claude/settings.json"
     )
     explain.add_argument(
         "--call", required=True, metavar="JSON", help='e.g. \'{"name": "view_file", "args": {}}\''
@@ -142,6 +145,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from hookscope.engine import cli as engine_cli  # `hookscope hooks check|run`
 
     engine_cli.add_parser(commands)
+    from hookscope.builtins import approvals  # `hookscope approvals list|approve|deny`
+
+    approvals.add_parser(commands)
     return parser
 
 
@@ -269,8 +275,25 @@ def _parse_call(text: str) -> ToolCall:
     return ToolCall(name=name, args=args, id=call_id, server=server)
 
 
+def _config_enforcer(path: str, mcp_servers: list[str]) -> PolicyEnforcer:
+    from hookscope.engine import ConfigError, load_policy
+
+    if mcp_servers:
+        raise _InputError("--mcp-server applies to --policies; a file lists its own servers")
+    try:
+        enforcer = load_policy(path)
+    except ConfigError as error:
+        raise _InputError(str(error)) from None
+    if enforcer is None:
+        raise _InputError(f"{path} has no policy; add [[policy.rules]] to it")
+    return enforcer
+
+
 def _explain(args: argparse.Namespace) -> int:
-    enforcer = _load_enforcer(args.policies, args.mcp_server)
+    if args.config is not None:
+        enforcer = _config_enforcer(args.config, args.mcp_server)
+    else:
+        enforcer = _load_enforcer(args.policies, args.mcp_server)
     call = _parse_call(args.call)
     decision = asyncio.run(enforcer.evaluate(call, ask=False))
     would_ask = decision.decision is Decision.ASK_USER and not decision.asked_user

@@ -54,6 +54,7 @@ from typing import Any, Final
 from hookscope._enforcer import PolicyEnforcer
 from hookscope._paths import WorkspaceGuard
 from hookscope._rules import (
+    CONFIRM,
     DECISION_RANK,
     WILDCARD,
     AskHandler,
@@ -67,6 +68,7 @@ from hookscope._rules import (
 )
 
 __all__ = [
+    "CONFIRM",
     "WORKSPACE_PATH_ARGS",
     "WORKSPACE_TOOLS",
     "AskHandler",

@@ -301,12 +301,30 @@ class HookRunner:
         """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
 
         Scopes skip such a dispatch (its coroutine would only return the event's default).
+        A hook whose gate is shut (``LoggingHook`` on a logger that is off) is no hook here.
         """
-        return not self.notifier.active and not self._table.by_event[event]
+        if self.notifier.active:
+            return False
+        table = self._table
+        if table.gated and not table.holds():
+            table = self._regate(table)
+        return not table.by_event[event]
 
     def hook_names(self, event: HookEvent) -> tuple[str, ...]:
         """Names of the hooks registered for ``event``, in dispatch order."""
-        return tuple(r.name for r in self._table.by_event[event])
+        return tuple(r.name for r in self._table.registered[event])
+
+    def _regate(self, seen: Table) -> Table:
+        """The table with every gate as it is now (a stamp of ``seen`` no longer holds)."""
+        with self._lock:
+            table = self._table
+            if table is not seen:  # replaced meanwhile, with the gates as they were then
+                return table
+            if table.reopened():
+                self._table = table = Table.build(self._entries)
+            else:  # the logging configuration changed, not what it says about these hooks
+                table.restamp()
+            return table
 
     # --- the dispatch loop ---
 
@@ -346,13 +364,25 @@ class HookRunner:
         confirm: Confirm | None = None,
         notifier: Notifier | None = None,
     ) -> Dispatch[R]:
-        registrations = self._table.by_event[event]
+        table = self._table
+        if table.gated:  # a hook's gate (LoggingHook's logger) may have opened or shut
+            stamp = table.stamp  # one gate: its stamp checked inline
+            if (stamp is None or stamp[0].get(stamp[1]) is not stamp[2]) and not table.holds():
+                table = self._regate(table)
+        registrations = table.by_event[event]
+        if registrations and table.narrowed:
+            narrowing = table.narrowed.get(event)
+            if narrowing is not None:  # only the hooks that may act on this tool
+                call = data if type(data) is ToolCall else narrowing.call_of(context, data)
+                server = call.server  # the key, inlined (ToolNarrowing.key): once per call
+                found = narrowing.cache.get(call.name if server is None else (call.name, server))
+                registrations = found if found is not None else narrowing.select(call)
         if notifier is None:
             notifier = self.notifier
         observed = notifier.active
         if not observed and not registrations:
             return Dispatch(rule.default, data, None)
-        if observed:
+        if observed and notifier.starts[event]:  # OTelHook wants model events only
             notifier.dispatch_started(event, context, data)
         fold: Dispatch[R] = Dispatch(rule.default, data, None)  # folded into, handed back
         decided_by: str | None = None

@@ -172,6 +172,10 @@ class HookResult:
         continuation: For ``post_turn``: the agent should not stop yet but go on with this
             text as its next prompt (build it with :meth:`continue_with`; Claude Code's Stop
             ``decision: block``).
+        score: An evaluation of what the hook judged (0 to 1 by convention; a prompt hook's
+            verdict is 1 for ok, 0 for not): recorded as a ``gen_ai.evaluation.result`` event
+            on the judged span, named after the hook, labelled ``pass`` or ``fail`` by
+            ``allow``, with ``message`` as the explanation (DESIGN §11).
     """
 
     allow: bool = True
@@ -181,6 +185,7 @@ class HookResult:
     confirm: bool = False
     replace_args: bool = False
     continuation: str | None = None
+    score: float | None = None
 
     @classmethod
     def continue_with(cls, text: str) -> HookResult:

@@ -160,6 +160,9 @@ def test_every_event_and_key_loads_and_check_says_what_never_fires(
     assert main(["hooks", "check", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["EVENT", "MATCHER", "TYPE", "TIMEOUT", "ON", "FAILURE", "NAME"]
+    # The permissions block first: one PolicyEnforcer (DESIGN §11).
+    assert out[1].split() == ["pre_tool_call", "*", "python", "-", "deny", "permissions"]
+    out = out[:1] + out[2:]
     assert [line.split()[0] for line in out[1:6]] == [
         "PreToolUse→pre_tool_call",
         "PostToolUse→post_tool_call",
@@ -175,7 +178,7 @@ def test_every_event_and_key_loads_and_check_says_what_never_fires(
         "  hooks.Setup[0].hooks[0] (Setup): hookscope has no install/setup phase",
         "note: hooks.Stop[0]: Claude Code ignores a matcher on Stop; so does hookscope",
         "note: the session transcript (transcript_path) is kept in .hookscope/transcripts/",
-        f"{path}: 5 hooks, valid; 3 never fire here",
+        f"{path}: 6 hooks, valid; 3 never fire here",
     ]
 
 

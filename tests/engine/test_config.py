@@ -182,6 +182,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
     assert [(e.event, e.entry) for e in table.entries] == [
         # the transcript the hooks read (transcript_path), kept ahead of them
         ("pre_turn", "transcript"),
+        ("pre_tool_call", "permissions"),  # the permissions block, as one PolicyEnforcer
         ("pre_tool_call", "hooks.PreToolUse[0].hooks[0]"),
         ("pre_tool_call", "hooks.PreToolUse[1].hooks[0]"),
         ("pre_turn", "hooks.UserPromptSubmit[0].hooks[0]"),
@@ -207,7 +208,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
             "on on_compaction",
         ),
     ]
-    check, edit = table[1], table[2]
+    check, edit = table[2], table[3]
     assert isinstance(check, CommandHook)
     assert isinstance(edit, CommandHook)
     names = {"run_command": "Bash", "edit_file": "Edit", "write_to_file": "Write"}
@@ -217,7 +218,7 @@ def test_claude_settings_load_as_they_are(tmp_path: Path) -> None:
     # The project root is the directory above .claude/; scripts still see Claude's tool names.
     assert check.project_dir == str(tmp_path.resolve())
     assert check.names.names == names
-    assert table[3].matcher is None  # type: ignore[attr-defined]
+    assert table[4].matcher is None  # type: ignore[attr-defined]
     # One file's hooks of one event run together (Claude Code's all-matching-hooks rule).
     assert check.parallel_group is edit.parallel_group is not None
 
@@ -423,7 +424,7 @@ def test_every_problem_is_reported_at_once_and_nothing_is_built(tmp_path: Path) 
         """,
     )
     assert problems(path) == (
-        "top level: unknown key(s) ['extra']; only 'hooks' is read",
+        "top level: unknown key(s) ['extra']; only 'hooks', 'failure', 'policy' and 'prices' are read",
         "hooks.pre_tool_call[1]: timeout must be a positive number of seconds, got -1",
         "hooks.on_compaction: must be a list of tables ([[hooks.on_compaction]]), got 'not a list'",
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hookscope.engine import CommandHook, PromptHook, load
 from hookscope.engine.transcript import TranscriptWriter
+from hookscope.policy import PolicyEnforcer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -47,6 +48,7 @@ def test_the_toml_and_claude_settings_examples_load(tmp_path: Path) -> None:
     table = load(settings, tool_aliases={"Bash": "run_command"})
     assert [(e.event, type(e.hook)) for e in table.entries] == [
         ("pre_turn", TranscriptWriter),
+        ("pre_tool_call", PolicyEnforcer),  # the permissions
         ("pre_tool_call", CommandHook),
         ("pre_turn", CommandHook),
     ]

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from hookscope import Answer, HookResult, HookRunner, Recovery, ToolCall, hooks
 from hookscope.policy import deny, enforce
 from hookscope.testing import Recording
@@ -68,12 +70,59 @@ SCRIPT: dict[str, list[Any]] = {
 }
 
 
+#: What the tools of the three turns ("Turn one" to "Turn three") ran, sorted: some SDKs run
+#: the calls of one model response concurrently.
+THREE_TURNS_RAN = [
+    ("add", {"a": 1, "b": 1}),
+    ("add", {"a": 2, "b": 3}),
+    ("ask_helper", {"question": "Helper: add 1 and 1"}),
+    ("deploy", {"env": "prod"}),
+    ("flaky", {}),
+    ("write_file", {"path": "sandbox/notes.txt", "text": "hi"}),
+]
+
+#: The session of the three turns, the same on every SDK: each denial by the rule or hook that
+#: made it, the modified call run, the failure recovered, the helper's run under the call that
+#: asked it, the ask the operator approved and the one it rejected.
+THREE_TURNS = [
+    "session coder session=completed",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
+    "    execute_tool delete_file tool=denied policy=deny by=PolicyEnforcer",
+    "    execute_tool rm_rf tool=denied policy=deny by=guard_tools",
+    "    chat scripted-model",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool write_file tool=succeeded policy=allow by=PolicyEnforcer",
+    "    execute_tool flaky tool=recovered policy=allow by=PolicyEnforcer recovered=True error=ConnectionError",
+    "    chat scripted-model",
+    "  invoke_agent coder turn=completed",
+    "    chat scripted-model",
+    "    execute_tool ask_helper tool=succeeded policy=allow by=PolicyEnforcer",
+    "      invoke_agent helper turn=completed",
+    "        chat scripted-model",
+    "        execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
+    "        chat scripted-model",
+    "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
+    "    execute_tool wipe tool=denied policy=ask_user by=guard_tools",
+    "    chat scripted-model",
+]
+
+
 class Tools:
     """The tools' side of the story: what really ran, with which arguments."""
 
     def __init__(self) -> None:
         self.ran: list[tuple[str, dict[str, Any]]] = []
         self.started = asyncio.Event()
+
+    async def cancel_once_started(self, task: asyncio.Task[Any]) -> None:
+        """Cancel ``task`` once its ``wait_forever`` tool runs; it must end cancelled."""
+        await asyncio.wait_for(self.started.wait(), timeout=30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
     def functions(self, ask_helper: Callable[[str], Any]) -> dict[str, Callable[..., Any]]:
         """The main agent's tools by name; ``ask_helper(question)`` runs the helper agent

@@ -54,3 +54,13 @@ def totals(rec: Recording, name: str, key: str) -> dict[Any, int]:
         label = dict(attributes).get(key)
         out[label] = out.get(label, 0) + int(value)
     return out
+
+
+def outcome_totals(rec: Recording) -> dict[str, dict[Any, int]]:
+    """The totals a scenario's outcome is read from: tool calls and turns by outcome, tokens
+    by type."""
+    return {
+        "tool calls": totals(rec, "hookscope.tool.calls", "hookscope.tool.outcome"),
+        "turns": totals(rec, "hookscope.turns", "hookscope.turn.outcome"),
+        "tokens": totals(rec, "gen_ai.client.token.usage", "gen_ai.token.type"),
+    }

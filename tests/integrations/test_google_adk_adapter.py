@@ -22,8 +22,15 @@ from hookscope.testing import recording
 from tests.support.adk_model import ScriptedChatLlm
 from tests.support.model_server import ScriptedModelServer
 
-from .sdk_scenario import SCRIPT, Tools, guard_tools, runner_for
-from .sdk_trees import same_sessions, sessions, totals
+from .sdk_scenario import (
+    SCRIPT,
+    THREE_TURNS,
+    THREE_TURNS_RAN,
+    Tools,
+    guard_tools,
+    runner_for,
+)
+from .sdk_trees import outcome_totals, same_sessions, sessions
 
 APP = "coder-app"
 
@@ -73,39 +80,25 @@ class Agents:
         await self.helper.close()
 
 
-async def final(runner: InMemoryRunner, prompt: str, session_id: str) -> str:
+async def final(runner: InMemoryRunner, prompt: str | types.Content, session_id: str) -> str:
+    """The final response's text of one run (``prompt``: the user's text, or a message)."""
     answer = ""
-    message = types.Content(role="user", parts=[types.Part(text=prompt)])
+    if isinstance(prompt, types.Content):
+        message = prompt
+    else:
+        message = types.Content(role="user", parts=[types.Part(text=prompt)])
     async for event in runner.run_async(user_id="u", session_id=session_id, new_message=message):
         if event.is_final_response() and event.content and event.content.parts:
             answer = "".join(p.text or "" for p in event.content.parts)
     return answer
 
 
-MULTI_TURN = [
-    "session coder session=completed",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
-    "    execute_tool delete_file tool=denied policy=deny by=PolicyEnforcer",
-    "    execute_tool rm_rf tool=denied policy=deny by=guard_tools",
-    "    chat scripted-model",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool write_file tool=succeeded policy=allow by=PolicyEnforcer",
-    "    execute_tool flaky tool=recovered policy=allow by=PolicyEnforcer recovered=True error=ConnectionError",
-    "    chat scripted-model",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool ask_helper tool=succeeded policy=allow by=PolicyEnforcer",
-    "      invoke_agent helper turn=completed",
-    "        chat scripted-model",
-    "        execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
-    "        chat scripted-model",
-    "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
-    "    execute_tool wipe tool=denied policy=ask_user by=guard_tools",
-    "    chat scripted-model",
-]
+async def answer_once(runner: InMemoryRunner, prompt: str) -> str:
+    """The final answer to ``prompt`` in a new session of ``runner``, which is closed after."""
+    session = await runner.session_service.create_session(app_name=APP, user_id="u")
+    answer = await final(runner, prompt, session.id)
+    await runner.close()
+    return answer
 
 
 @pytest.mark.parametrize("run", range(3))
@@ -124,27 +117,15 @@ async def test_a_three_turn_session_is_governed_and_traced(
         third = await final(agents.runner, "Turn three: ship it", session)
         await agents.close()  # ends the runner's sessions
 
-    assert sorted(tools.ran, key=repr) == [
-        ("add", {"a": 1, "b": 1}),
-        ("add", {"a": 2, "b": 3}),
-        ("ask_helper", {"question": "Helper: add 1 and 1"}),
-        ("deploy", {"env": "prod"}),
-        ("flaky", {}),
-        ("write_file", {"path": "sandbox/notes.txt", "text": "hi"}),
-    ]
+    assert sorted(tools.ran, key=repr) == THREE_TURNS_RAN
     assert first == 'Turn one done: {"error": "rm_rf is never allowed"}'
     assert second == 'Turn two done: {"result": "upstream down; try later"}'
     assert third == ('Turn three done: {"error": "allow wipe? (the user answered \'deny\')"}')
-    assert sessions(rec.spans) == [MULTI_TURN]
-    assert totals(rec, "hookscope.tool.calls", "hookscope.tool.outcome") == {
-        "succeeded": 5,
-        "denied": 3,
-        "recovered": 1,
-    }
-    assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {"completed": 4}
-    assert totals(rec, "gen_ai.client.token.usage", "gen_ai.token.type") == {
-        "input": 8,
-        "output": 8,
+    assert sessions(rec.spans) == [THREE_TURNS]
+    assert outcome_totals(rec) == {
+        "tool calls": {"succeeded": 5, "denied": 3, "recovered": 1},
+        "turns": {"completed": 4},  # three turns and the helper's run
+        "tokens": {"input": 8, "output": 8},
     }
 
 
@@ -202,10 +183,7 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
         govern(agents.runner, runner_for(rec))
         session = await agents.session()
         task = asyncio.create_task(final(agents.runner, "Slow: wait", session))
-        await asyncio.wait_for(tools.started.wait(), timeout=30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await tools.cancel_once_started(task)
         await agents.close()
     assert sessions(rec.spans) == [
         [
@@ -223,10 +201,10 @@ async def test_a_sub_agent_adk_transfers_to_is_an_invoke_agent_run_in_the_turn(
     with recording() as rec:
         helper = LlmAgent(name="helper", model=model, instruction="Help.")
         agent = LlmAgent(name="coder", model=model, sub_agents=[helper])
-        runner = govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec))
-        session = await runner.session_service.create_session(app_name=APP, user_id="u")
-        answer = await final(runner, "Transfer: to the helper", session.id)
-        await runner.close()
+        answer = await answer_once(
+            govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec)),
+            "Transfer: to the helper",
+        )
     assert answer == "helper here"
     assert sessions(rec.spans) == [
         [
@@ -250,10 +228,10 @@ async def test_an_agent_tool_runs_its_agent_under_the_call(
         helper = LlmAgent(name="helper", model=model, instruction="Help.")
         helper.tools = [tools.functions(lambda q: q)["add"]]
         agent = LlmAgent(name="coder", model=model, tools=[AgentTool(agent=helper)])
-        runner = govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec))
-        session = await runner.session_service.create_session(app_name=APP, user_id="u")
-        answer = await final(runner, "Delegate: ask the helper", session.id)
-        await runner.close()
+        answer = await answer_once(
+            govern(InMemoryRunner(agent=agent, app_name=APP), runner_for(rec)),
+            "Delegate: ask the helper",
+        )
     assert answer == 'delegated: {"result": "helper says {\\"result\\": 2}"}'
     assert sessions(rec.spans) == [
         [
@@ -294,7 +272,7 @@ async def test_the_instrumentor_governs_new_runners_once_and_uninstrument_restor
     assert first == 'Turn one done: {"error": "rm_rf is never allowed"}'
     assert after == 'Turn one done: {"result": "removed"}'
     assert sorted(name for name, _ in tools.ran) == ["add", "add", "delete_file", "rm_rf"]
-    assert sessions(rec.spans) == [MULTI_TURN[:7]]
+    assert sessions(rec.spans) == [THREE_TURNS[:7]]
 
 
 @pytest.mark.parametrize("run", range(3))
@@ -326,12 +304,7 @@ async def test_native_ask_pauses_the_run_for_adk_tool_confirmation(
                 )
             ],
         )
-        done = ""
-        async for event in agents.runner.run_async(
-            user_id="u", session_id=session, new_message=answer
-        ):
-            if event.is_final_response() and event.content and event.content.parts:
-                done = "".join(p.text or "" for p in event.content.parts)
+        done = await final(agents.runner, answer, session)
         await agents.close()
     assert question.args["toolConfirmation"]["hint"] == "allow deploy?"
     assert tools.ran == [("deploy", {"env": "prod"})]

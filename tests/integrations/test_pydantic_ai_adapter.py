@@ -23,8 +23,15 @@ from hookscope.integrations.wrap import TurnBlocked
 from hookscope.testing import recording
 from tests.support.model_server import ScriptedModelServer
 
-from .sdk_scenario import SCRIPT, Tools, guard_tools, runner_for
-from .sdk_trees import same_sessions, sessions, totals
+from .sdk_scenario import (
+    SCRIPT,
+    THREE_TURNS,
+    THREE_TURNS_RAN,
+    Tools,
+    guard_tools,
+    runner_for,
+)
+from .sdk_trees import outcome_totals, same_sessions, sessions, totals
 
 
 @pytest.fixture
@@ -64,31 +71,6 @@ async def _output(run: Any) -> str:
 
 TOOL_SPAN = "execute_tool {} tool={} policy={} by={}"
 
-MULTI_TURN = [
-    "session coder session=completed",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
-    "    execute_tool delete_file tool=denied policy=deny by=PolicyEnforcer",
-    "    execute_tool rm_rf tool=denied policy=deny by=guard_tools",
-    "    chat scripted-model",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool write_file tool=succeeded policy=allow by=PolicyEnforcer",
-    "    execute_tool flaky tool=recovered policy=allow by=PolicyEnforcer recovered=True error=ConnectionError",
-    "    chat scripted-model",
-    "  invoke_agent coder turn=completed",
-    "    chat scripted-model",
-    "    execute_tool ask_helper tool=succeeded policy=allow by=PolicyEnforcer",
-    "      invoke_agent helper turn=completed",
-    "        chat scripted-model",
-    "        execute_tool add tool=succeeded policy=allow by=PolicyEnforcer",
-    "        chat scripted-model",
-    "    execute_tool deploy tool=succeeded policy=ask_user by=guard_tools",
-    "    execute_tool wipe tool=denied policy=ask_user by=guard_tools",
-    "    chat scripted-model",
-]
-
 
 @pytest.mark.parametrize("run", range(3))
 async def test_a_three_turn_session_is_governed_and_traced(
@@ -106,14 +88,7 @@ async def test_a_three_turn_session_is_governed_and_traced(
         assert await end_sessions() == 1
 
         # pydantic-ai runs a response's tool calls concurrently: their order is the SDK's
-        assert sorted(tools.ran, key=repr) == [
-            ("add", {"a": 1, "b": 1}),
-            ("add", {"a": 2, "b": 3}),
-            ("ask_helper", {"question": "Helper: add 1 and 1"}),
-            ("deploy", {"env": "prod"}),
-            ("flaky", {}),
-            ("write_file", {"path": "sandbox/notes.txt", "text": "hi"}),
-        ]
+        assert sorted(tools.ran, key=repr) == THREE_TURNS_RAN
         assert first.output == "Turn one done: rm_rf is never allowed"
         assert second.output == "Turn two done: upstream down; try later"
         assert third.output.startswith("Turn three done: allow wipe? (the user answered 'deny')")
@@ -124,17 +99,12 @@ async def test_a_three_turn_session_is_governed_and_traced(
             if p.part_kind == "tool-return" and p.tool_name == "delete_file"
         ]
         assert denial == ["denied by policy rule 'deny:delete_file': system files are protected"]
-        assert sessions(rec.spans) == [MULTI_TURN]
-        assert totals(rec, "hookscope.tool.calls", "hookscope.tool.outcome") == {
-            "succeeded": 5,
-            "denied": 3,
-            "recovered": 1,
-        }
-        # three turns and the helper's run (an invoke_agent of its own)
-        assert totals(rec, "hookscope.turns", "hookscope.turn.outcome") == {"completed": 4}
-        assert totals(rec, "gen_ai.client.token.usage", "gen_ai.token.type") == {
-            "input": 8,
-            "output": 8,
+        assert sessions(rec.spans) == [THREE_TURNS]
+        assert outcome_totals(rec) == {
+            "tool calls": {"succeeded": 5, "denied": 3, "recovered": 1},
+            # three turns and the helper's run (an invoke_agent of its own)
+            "turns": {"completed": 4},
+            "tokens": {"input": 8, "output": 8},
         }
         assert totals(rec, "hookscope.sessions", "gen_ai.agent.name") == {"coder": 1}
 
@@ -212,10 +182,7 @@ async def test_a_cancelled_run_ends_its_turn_and_tool_call_cancelled(
         agent, _helper = agents(model, tools)
         govern(agent, runner_for(rec))
         task = asyncio.create_task(agent.run("Slow: wait"))
-        await asyncio.wait_for(tools.started.wait(), timeout=30)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await tools.cancel_once_started(task)
         await end_sessions()
     assert sessions(rec.spans) == [
         [
@@ -281,4 +248,4 @@ async def test_the_instrumentor_governs_new_agents_once_and_uninstrument_restore
     # Governed: only add ran. Ungoverned: a response's calls run concurrently, in any order.
     ran = [name for name, _ in tools.ran]
     assert (ran[0], sorted(ran[1:])) == ("add", ["add", "delete_file", "rm_rf"])
-    assert sessions(rec.spans) == [MULTI_TURN[:7]]
+    assert sessions(rec.spans) == [THREE_TURNS[:7]]

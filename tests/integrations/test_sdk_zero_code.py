@@ -7,17 +7,13 @@ instrumentors (installed for the comparison) are turned off by their entry point
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.model_server import ScriptedModelServer
+from tests.support.zero_code import console_spans, run_instrumented
 
 SCRIPT = {
     "Zero": [
@@ -44,52 +40,24 @@ def server() -> Iterator[ScriptedModelServer]:
         yield srv
 
 
-def console_spans(output: str) -> list[dict[str, Any]]:
-    decoder, spans, index = json.JSONDecoder(), [], 0
-    while (start := output.find("{", index)) != -1:
-        try:
-            value, index = decoder.raw_decode(output, start)
-        except json.JSONDecodeError:
-            index = start + 1
-            continue
-        if isinstance(value, dict) and "context" in value and "name" in value:
-            spans.append(value)
-    return spans
-
-
 @pytest.mark.parametrize("sdk", ["pydantic-ai", "langgraph", "google-adk"])
 async def test_hookscope_config_governs_an_unchanged_app(
     sdk: str, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     config = tmp_path / "hookscope.toml"
     config.write_text(CONFIG, encoding="utf-8")
-    env = {
-        **os.environ,
-        "HOOKSCOPE_CONFIG": str(config),
-        "SCRIPTED_MODEL_URL": server.base_url,
-        "OTEL_SERVICE_NAME": "zero-code",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "PYTHONWARNINGS": "ignore",
-        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "claude_agent_sdk,google_adk,langchain",
-    }
-    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
-    process = await asyncio.create_subprocess_exec(
-        str(instrument),
-        sys.executable,
-        "-m",
+    app = await run_instrumented(
         "tests.support.sdk_apps",
         sdk,
-        cwd=str(Path(__file__).parents[2]),
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
+        env={
+            "HOOKSCOPE_CONFIG": str(config),
+            "SCRIPTED_MODEL_URL": server.base_url,
+            "OTEL_SERVICE_NAME": "zero-code",
+            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "claude_agent_sdk,google_adk,langchain",
+        },
     )
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    stdout, stderr = out.decode(), err.decode()
-    assert process.returncode == 0, stderr[-3000:]
+    stdout = app.stdout
+    assert app.returncode == 0, app.stderr[-3000:]
     assert "ran: add\n" in stdout  # delete_file never ran
     assert "no deletes from the config" in stdout
     # Ours: google-adk also prints its own spans (invoke_agent, execute_tool …) to the same

@@ -44,6 +44,9 @@ from hookscope.types import (
 )
 
 MODEL: Final = "scripted-model"
+#: A model without a price, answering every UNPRICED_EVERY-th round.
+UNPRICED_MODEL: Final = "scripted-model-preview"
+UNPRICED_EVERY: Final = 4
 INPUT_TOKENS: Final = 1200
 OUTPUT_TOKENS: Final = 300
 #: Every BLOCKED_EVERY-th round's turn is blocked by the budget hook (no calls that round).
@@ -140,7 +143,11 @@ def _runner(meter_provider: MeterProvider) -> HookRunner:
 
     return HookRunner(
         [
-            OTelHook(tracer_provider=NoOpTracerProvider(), meter_provider=meter_provider),
+            OTelHook(
+                tracer_provider=NoOpTracerProvider(),
+                meter_provider=meter_provider,
+                prices={MODEL: {"input": 3.0, "output": 15.0}},  # hookscope_cost_total
+            ),
             enforce(
                 [
                     deny(
@@ -170,8 +177,11 @@ async def play_round(runner: HookRunner, profile: Profile, index: int) -> None:
             if not turn.allowed:
                 return
             await turn.llm_request(LlmRequest(MODEL, [{"role": "user", "content": prompt}]))
+            # Every UNPRICED_EVERY-th response names a model without a price (a preview
+            # build): counted in hookscope_cost_unpriced_total, never priced.
+            answered_by = UNPRICED_MODEL if index % UNPRICED_EVERY == 1 else MODEL
             await turn.llm_response(
-                LlmResponse(MODEL, "calling tools", usage=Usage(INPUT_TOKENS, OUTPUT_TOKENS))
+                LlmResponse(answered_by, "calling tools", usage=Usage(INPUT_TOKENS, OUTPUT_TOKENS))
             )
             for n in range(profile.allowed):
                 call, fn = ALLOWED_CALLS[(index * profile.allowed + n) % len(ALLOWED_CALLS)]

@@ -6,7 +6,9 @@ one instance serves any number of concurrent sessions) and reports under its cla
 """
 
 from hookscope.builtins.answers import AutoAnswer
+from hookscope.builtins.approvals import Approvals
 from hookscope.builtins.audit import AuditLog, AuditLogError
+from hookscope.builtins.cost import CostBudget
 from hookscope.builtins.limits import TokenBudget, TurnLimit, TurnRateLimit
 from hookscope.builtins.logs import LoggingHook
 from hookscope.builtins.secret_guard import SecretGuard
@@ -20,9 +22,11 @@ from hookscope.builtins.tools import (
 
 __all__ = [
     "AllowAll",
+    "Approvals",
     "AuditLog",
     "AuditLogError",
     "AutoAnswer",
+    "CostBudget",
     "LoggingHook",
     "RecoverErrors",
     "RetryLoopDetector",

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from hookscope.context import HookContext
+from hookscope.context import HookContext, TurnContext
 
 __all__ = ["positive_int", "positive_number", "root", "state_key", "state_of"]
 
@@ -45,6 +45,8 @@ def positive_number(owner: str, option: str, value: object, meaning: str) -> flo
 
 def root(context: HookContext) -> HookContext:
     """The session context at the top of ``context``'s parent chain."""
+    if type(context) is TurnContext:  # where turn hooks look: one step, no property calls
+        return context.session
     while True:
         parent = context.parent
         if parent is None:

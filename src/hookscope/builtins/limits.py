@@ -144,7 +144,8 @@ class TokenBudget(Hook):
 
     def pre_turn(self, context: TurnContext, prompt: Any) -> HookResult | None:
         """Deny the turn once the session's usage reached the budget."""
-        used = self.used(context)
+        tally = root(context).get(self._key)  # used(), inlined: this runs on every turn
+        used = 0 if tally is None else tally.tokens
         if used < self.max_tokens:
             return None
         return HookResult.deny(

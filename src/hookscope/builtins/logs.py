@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
+from hookscope._registry import same_events
 from hookscope.context import HookContext, OperationContext, SessionContext, TurnContext
 from hookscope.hooks import Hook
 from hookscope.types import (
@@ -61,6 +62,11 @@ class LoggingHook(Hook):
         self.level = _level(level)
         # Bound once: every event checks it, and an inactive hook does nothing else.
         self._enabled = self.logger.isEnabledFor
+
+    def _hookscope_gate(self) -> LoggerGate | None:
+        """While the logger is not enabled for the level, the runner leaves this hook out
+        (each method would only check that); a subclass that overrides one is always in."""
+        return LoggerGate(self.logger, self.level) if same_events(self, LoggingHook) else None
 
     def _log(self, event: str, context: HookContext, **fields: Any) -> None:
         ids: dict[str, Any] = {"session": getattr(context, "session_id", None)}
@@ -180,6 +186,40 @@ class LoggingHook(Hook):
         """Log a compaction and the summary's length."""
         if self._enabled(self.level):
             self._log("on_compaction", context, summary_chars=len(summary))
+
+
+class LoggerGate:
+    """Open while ``logger`` is enabled for ``level``; a shut one takes the hook out of the
+    runner's table (see ``hookscope._registry.Gate``).
+
+    The stamp is the logger's own cache of ``isEnabledFor`` answers: the logging module
+    clears it on every change that can alter them (``setLevel`` on any logger,
+    ``logging.disable``, ``dictConfig``), so a missing or different entry means "ask again".
+    A logger ``disabled`` (by ``dictConfig``) is shut while that flag stays ``True``.
+    """
+
+    __slots__ = ("_level", "_logger")
+
+    def __init__(self, logger: logging.Logger, level: int) -> None:
+        self._logger = logger
+        self._level = level
+
+    def is_open(self) -> bool:
+        """Whether the logger is enabled for the level (fills the logger's cache)."""
+        return self._logger.isEnabledFor(self._level)
+
+    def stamp(self, was_open: bool) -> tuple[Mapping[Any, Any], Any, object] | None:
+        """The logger's cached answer for the level, or its ``disabled`` flag."""
+        logger = self._logger
+        if not was_open and logger.disabled is True:
+            return vars(logger), "disabled", True
+        cache = getattr(logger, "_cache", None)  # CPython's; without it, ask every time
+        if not isinstance(cache, dict) or type(logger).isEnabledFor is not _IS_ENABLED_FOR:
+            return {}, None, True  # never holds: a logger class of its own answers itself
+        return cache, self._level, was_open
+
+
+_IS_ENABLED_FOR: Final = logging.Logger.isEnabledFor
 
 
 def _level(level: object) -> int:

@@ -11,9 +11,10 @@ from typing import Any, Final, Literal, get_args
 
 from opentelemetry import trace
 
+from hookscope._registry import NEVER, Gate, same_events
 from hookscope.builtins._options import positive_int, positive_number, state_key, state_of
 from hookscope.context import OperationContext, SessionContext
-from hookscope.hooks import Hook
+from hookscope.hooks import Hook, HookEvent
 from hookscope.matching import TIERS_KEY
 from hookscope.types import HookResult, Recovery, ToolCall, ToolResult
 
@@ -46,6 +47,11 @@ class AllowAll(Hook):
     def pre_tool_call(self, context: OperationContext, call: ToolCall) -> HookResult | None:
         """Allow."""
         return None
+
+    def _hookscope_gate(self) -> Gate | None:
+        """Never open: answering ``None`` is what no hook answers, so the runner lists this
+        hook but never calls it (a subclass that overrides a method is called as usual)."""
+        return NEVER if same_events(self, AllowAll) else None
 
 
 class ToolTiers(Hook):
@@ -88,11 +94,16 @@ class ToolTiers(Hook):
                 f"ToolTiers: default is {default!r}; use 'observe' or 'confirm' (the tier of "
                 "tools the table does not name)"
             )
-        self.default: Tier = default
+        self._default: Tier = default
         self._lookup: dict[str, Tier] = dict(tiers)  # a dict's get is faster than a proxy's
         self.tiers: Mapping[str, Tier] = MappingProxyType(self._lookup)
         # What matchers read: the table plus its default under "*" (DESIGN §7).
         self._table: Mapping[str, str] = MappingProxyType({**self.tiers, "*": default})
+
+    @property
+    def default(self) -> Tier:
+        """The tier of tools the table does not name (read-only, like :attr:`tiers`)."""
+        return self._default
 
     def tier_of(self, call: ToolCall) -> Tier:
         """The tier of ``call``'s tool."""
@@ -101,7 +112,7 @@ class ToolTiers(Hook):
             tier = tiers.get(call.qualified_name)
             if tier is not None:
                 return tier
-        return tiers.get(call.name, self.default)
+        return tiers.get(call.name, self._default)
 
     def on_session_start(self, context: SessionContext) -> None:
         """Publish the tier table to the session's matchers."""
@@ -112,9 +123,15 @@ class ToolTiers(Hook):
         # tier_of inlined: this runs on every tool call.
         lookup = self._lookup
         tier = lookup.get(call.qualified_name) if call.server is not None else None
-        if (tier or lookup.get(call.name, self.default)) == "observe":
+        if (tier or lookup.get(call.name, self._default)) == "observe":
             return None
         return HookResult.ask(f"Confirm {call.qualified_name}? It is a confirm-tier tool.")
+
+    def _hookscope_acts_on(self, event: HookEvent, call: ToolCall) -> bool:
+        """Whether :meth:`pre_tool_call` may act on ``call``'s tool: only a confirm-tier one
+        (the tier reads the tool's name alone and the table is read-only, so the runner
+        asks once per tool; a subclass that overrides a method is asked every call)."""
+        return not same_events(self, ToolTiers) or self.tier_of(call) != "observe"
 
 
 def _fingerprint(call: ToolCall) -> tuple[str, Any]:

@@ -258,6 +258,10 @@ class Summary:
     recovered: int
     p50_ms: float
     p95_ms: float
+    #: Spend over the sessions (``gen_ai.usage.cost`` of their session spans) in USD, and
+    #: whether any of it was priced at all.
+    cost_usd: float = 0.0
+    priced: bool = False
 
     @property
     def denied_rate(self) -> float:
@@ -279,10 +283,12 @@ class Tally:
     span otherwise.
     """
 
-    __slots__ = ("_blocked", "_latencies", "_outcomes", "_sessions", "_turns")
+    __slots__ = ("_blocked", "_cost", "_latencies", "_outcomes", "_priced", "_sessions", "_turns")
 
     def __init__(self) -> None:
         self._sessions = self._turns = self._blocked = 0
+        self._cost = 0.0
+        self._priced = False
         self._outcomes: dict[str, int] = {}
         self._latencies = array("d")
 
@@ -300,6 +306,10 @@ class Tally:
             self._blocked += a.get(sc.TURN_OUTCOME) == "blocked"
         elif _is_session(span):
             self._sessions += 1
+            cost = a.get(sc.GEN_AI_USAGE_COST)
+            if isinstance(cost, (int, float)):
+                self._cost += cost
+                self._priced = True
 
     def summary(self) -> Summary:
         """The totals so far."""
@@ -315,6 +325,8 @@ class Tally:
             recovered=outcomes.get(sc.TOOL_RECOVERED, 0),
             p50_ms=p50,
             p95_ms=p95,
+            cost_usd=self._cost,
+            priced=self._priced,
         )
 
 
@@ -338,6 +350,7 @@ def summary_table(summary: Summary) -> Table:
         ("denied", f"{summary.denied} ({summary.denied_rate:.1%})"),
         ("errors: recovered / not", f"{summary.recovered} / {summary.failed}"),
         ("tool latency p50 / p95", f"{summary.p50_ms:.1f} / {summary.p95_ms:.1f} ms"),
+        ("cost (model calls)", f"${summary.cost_usd:.4f}" if summary.priced else "unpriced"),
     ]
     for name, value in rows:
         table.add_row(name, value)

@@ -9,6 +9,7 @@ from hookscope.engine.claude import ToolAlias
 from hookscope.engine.command import CommandHook
 from hookscope.engine.config import ConfigError, HookEntry, HookTable, Idle, load
 from hookscope.engine.http import HttpHook
+from hookscope.engine.policy_config import load_policy
 from hookscope.engine.prompt import PromptHook
 from hookscope.engine.watch import Watch, watch
 from hookscope.matching import HookMatcher
@@ -25,5 +26,6 @@ __all__ = [
     "ToolAlias",
     "Watch",
     "load",
+    "load_policy",
     "watch",
 ]

@@ -37,6 +37,12 @@ from hookscope.engine.command import DEFAULT_TIMEOUT, CommandHook
 from hookscope.engine.envelope import TOOL_EVENTS
 from hookscope.engine.http import HttpHook
 from hookscope.engine.prompt import DEFAULT_PROMPT_TIMEOUT, PromptHook
+from hookscope.engine.sections import (
+    SECTIONS,
+    apply_sections,
+    load_claude_sections,
+    load_sections,
+)
 from hookscope.hooks import EVENTS, HookEvent
 from hookscope.matching import HookMatcher
 from hookscope.runner import HookRunner
@@ -169,6 +175,10 @@ def load(
     data, prefix = (source, "") if path is None else _read(path, content)
     problems = Problems()
     entries: list[HookEntry] = []
+    claude = path is not None and path.suffix == ".json"
+    sections = (*SECTIONS, "permissions") if claude else SECTIONS
+    if isinstance(data, Mapping) and "hooks" not in data and any(k in data for k in sections):
+        data = {**data, "hooks": {}}  # policy or permissions only
     if not isinstance(data, Mapping) or not isinstance(data.get("hooks"), Mapping):
         if isinstance(data, Mapping) and data.get("disableAllHooks") is True:
             return HookTable((), None if path is None else label)
@@ -182,9 +192,12 @@ def load(
         return _load_claude_file(
             data, path, label, problems, failure, transcript, tool_aliases, project_dir
         )
-    extra = sorted(set(data) - {"hooks", "failure"})
+    extra = sorted(set(data) - {"hooks", "failure", *SECTIONS})
     if extra:
-        problems.add(prefix or "top level", f"unknown key(s) {extra}; only 'hooks' is read")
+        problems.add(
+            prefix or "top level",
+            f"unknown key(s) {extra}; only 'hooks', 'failure', 'policy' and 'prices' are read",
+        )
     if tool_aliases:
         problems.add("tool_aliases", "apply only to Claude Code settings files; drop them")
     failure = data.get("failure", failure)
@@ -192,10 +205,14 @@ def load(
         problems.add(f"{prefix}failure", f'must be "hookscope" or "claude", got {failure!r}')
     root = Path(project_dir).resolve() if project_dir is not None else _project_dir(path)
     context = _Context(root, {}, problems, failure == "claude", call_references)
+    for event, hook, entry in load_sections(data, prefix, root, problems.add):
+        entries.append(HookEntry(event, hook, entry))
     _load_hookscope(hooks, prefix, context, entries)
     if problems.found:
         close_hooks(context.built)  # what an invalid file opened (an AuditLog's file) closes
         raise ConfigError(label, problems.found)
+    if call_references:  # applied, not only checked
+        apply_sections(data)
     return HookTable(entries, None if path is None else label, built=context.built)
 
 
@@ -239,11 +256,13 @@ def _load_claude_file(
         add_problem=problems.add,
         build=build,
     )
+    # Claude Code's permissions: one PolicyEnforcer, listed first (DESIGN §11).
+    permissions = load_claude_sections(data, root, tool_aliases, problems.add)
     load_claude(data["hooks"], load)
     if problems.found:
         close_hooks(context.built)
         raise ConfigError(label, problems.found)
-    entries = [HookEntry(event, hook, entry) for event, hook, entry in load.hooks]
+    entries = [HookEntry(event, hook, entry) for event, hook, entry in permissions + load.hooks]
     if entries and transcript:
         entries.insert(0, HookEntry("pre_turn", transcript_writer(load), "transcript"))
     return HookTable(

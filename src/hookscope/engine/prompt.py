@@ -13,6 +13,7 @@ basic auth, never as part of the URL (which httpx logs at INFO).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -24,7 +25,7 @@ from hookscope.engine import _run
 from hookscope.engine.envelope import Verdict, build_envelope, encode_envelope, event_result
 from hookscope.hooks import CategoryHook, HookEvent
 from hookscope.runner import HookFailure
-from hookscope.types import ToolCall
+from hookscope.types import HookResult, ToolCall
 
 if TYPE_CHECKING:
     import httpx
@@ -184,7 +185,10 @@ class PromptHook(CategoryHook):
         ok, reason = self._answer(answer)
         call = data if isinstance(data, ToolCall) else None
         verdict = Verdict("allow") if ok else Verdict("deny", reason)
-        return event_result(event, verdict, self.name, call)
+        result = event_result(event, verdict, self.name, call)
+        if type(result) is HookResult:  # the judge's verdict, recorded as an evaluation
+            result = dataclasses.replace(result, score=1.0 if ok else 0.0)
+        return result
 
     def _answer(self, answer: bytes) -> tuple[bool, str]:
         try:

@@ -29,6 +29,7 @@ from hookscope.telemetry._scopes import (
     usage_attributes,
 )
 from hookscope.telemetry.content import Messages
+from hookscope.telemetry.cost import CostRecorder, cost_attributes
 from hookscope.telemetry.instruments import Instruments
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, ToolCall, Usage
 
@@ -47,6 +48,8 @@ def records_below(parent: SpanRecord | None) -> bool:
 
 class EventHandlers:
     """Per-event recording for :class:`~hookscope.telemetry.otel_hook.OTelHook`."""
+
+    costs: CostRecorder
 
     _tracer: Tracer
     _messages: Messages
@@ -148,6 +151,10 @@ class EventHandlers:
             attributes[sc.GEN_AI_PROVIDER_NAME] = provider
         if response.usage is not None:  # the turn's totals: on its span, not in the metric
             attributes.update(usage_attributes(response.usage))
+            if not record.model_calls:  # no model call reported: price the turn's usage
+                self.costs.charge(
+                    record, provider or record.provider, response.model, response.usage
+                )
         if attributes:
             span.set_attributes(attributes)
         if response.text and (self._messages.on_spans or self._messages.on_events):
@@ -412,8 +419,14 @@ class EventHandlers:
                 self._record_tokens(
                     chat.metric_agent, provider, chat.model, response.usage, chat.context
                 )
+                record.model_calls += 1
+                cost = self.costs.charge(
+                    record, provider, response.model or chat.model, response.usage
+                )
+            else:
+                cost = None
             if chat.recording:
-                self._describe_response(chat, response, provider, attributes)
+                self._describe_response(chat, response, provider, attributes, cost)
         finally:
             self.end_chat(record, None, end_ns)
 
@@ -423,6 +436,7 @@ class EventHandlers:
         response: LlmResponse,
         provider: str | None,
         event: dict[str, Any] | None,
+        cost: float | None = None,
     ) -> None:
         span = chat.span
         finish_reasons = tuple(response.finish_reasons)
@@ -436,6 +450,8 @@ class EventHandlers:
             attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons
         if response.usage is not None:
             attributes.update(usage_attributes(response.usage, openinference=True))
+        if cost is not None:
+            attributes.update(cost_attributes(cost))
         span.set_attributes(attributes)
         self.event(chat, sc.EVENT_NAMES["on_llm_response"], event or {})
         messages = self._messages

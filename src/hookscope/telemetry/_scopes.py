@@ -202,7 +202,7 @@ class SpanRecord:
 class SessionRecord(SpanRecord):
     """A session span and the counts its end reports."""
 
-    __slots__ = ("denied_calls", "provider", "tool_calls", "tool_errors", "turns")
+    __slots__ = ("cost", "denied_calls", "priced", "provider", "tool_calls", "tool_errors", "turns")
 
     def __init__(
         self, span: Span, start_ns: int, agent: str, metric_agent: str, provider: str | None
@@ -210,13 +210,25 @@ class SessionRecord(SpanRecord):
         super().__init__(span, start_ns, agent, metric_agent)
         self.provider = provider
         self.turns = self.tool_calls = self.denied_calls = self.tool_errors = 0
+        #: Spend so far (USD) and the model calls priced, for the span's total.
+        self.cost = 0.0
+        self.priced = 0
 
 
 @final
 class TurnRecord(SpanRecord):
     """An ``invoke_agent`` span, with its model call in flight and its blocking hook."""
 
-    __slots__ = ("blocked_by", "chat", "prompt", "provider", "session")
+    __slots__ = (
+        "blocked_by",
+        "chat",
+        "cost",
+        "model_calls",
+        "priced",
+        "prompt",
+        "provider",
+        "session",
+    )
 
     def __init__(
         self,
@@ -235,6 +247,9 @@ class TurnRecord(SpanRecord):
         self.prompt = prompt
         self.blocked_by: str | None = None
         self.chat: ChatRecord | None = None
+        #: Spend (USD), the model calls priced and reported, for the turn's total.
+        self.cost = 0.0
+        self.priced = self.model_calls = 0
 
 
 @final

@@ -24,9 +24,9 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from time import time_ns
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, cast, final
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger_provider
@@ -59,7 +59,9 @@ from hookscope.telemetry._scopes import (
     reap_stale,
 )
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
+from hookscope.telemetry.cost import CostRecorder, Pricer, total_attributes
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
+from hookscope.types import HookResult
 
 __all__ = [
     "EVENTS_ENV",
@@ -80,6 +82,8 @@ EVENTS_ENV: Final = "HOOKSCOPE_EVENTS"
 _EVENT_FORMS: Final = ("span", "log", "both")
 _ROOT: Final = Context()  # an empty context: spans started in it begin a new trace
 _HOOK_KEYS = itertools.count()
+#: The events whose start OTelHook acts on: a model call's span opens or becomes current.
+_STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
 #: Command and prompt hook names remembered for the hook-type label; hooks are configured,
 #: so this is never reached in practice, but a runaway generator of names stays bounded.
 _MAX_HOOK_TYPES: Final = 1000
@@ -88,6 +92,38 @@ _MAX_HOOK_TYPES: Final = 1000
 def metadata(values: dict[str, Any]) -> str:
     """OpenInference ``metadata``: the given values that are set, as a JSON object."""
     return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
+
+
+_CallMetadata = tuple[str, "str | None", "str | None", "str | None", "str | None"]
+#: Tool calls' metadata by its values: a few outcomes, rules and hooks, so a few strings,
+#: each serialized once instead of on every call (bounded: rule and hook names are configured).
+_CALL_METADATA: dict[_CallMetadata, str] = {}
+_MAX_CALL_METADATA: Final = 1024
+
+
+def _call_metadata(
+    outcome: str,
+    rule: str | None,
+    decided_by: str | None,
+    error: str | None,
+    recovered_by: str | None,
+) -> str:
+    """:func:`metadata` of a tool call, remembered per distinct value."""
+    key = (outcome, rule, decided_by, error, recovered_by)
+    found = _CALL_METADATA.get(key)
+    if found is None:
+        found = metadata(
+            {
+                sc.META_OUTCOME: outcome,
+                sc.META_RULE: rule,
+                sc.META_DECIDED_BY: decided_by,
+                sc.META_ERROR_TYPE: error,
+                sc.META_RECOVERED_BY: recovered_by,
+            }
+        )
+        if len(_CALL_METADATA) < _MAX_CALL_METADATA:
+            _CALL_METADATA[key] = found
+    return found
 
 
 @final
@@ -115,6 +151,9 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             is emitted: ``"span"`` as a span event, ``"log"`` as a log record through the
             Logs API in its span's context (the form OpenTelemetry moves to, OTEP 4430), or
             ``"both"``. ``None`` reads ``HOOKSCOPE_EVENTS``, else ``"span"``.
+        prices: Model name → USD per million tokens (``{"input": 3.0, "output": 15.0}``,
+            optional ``cache_read``/``cache_write``) for ``gen_ai.usage.cost``, over
+            genai-prices' data; ``None`` uses the process-wide table (``configure(prices=...)``).
 
     Raises:
         ValueError: an unknown trace layout, event form or content capture mode.
@@ -132,6 +171,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         logger_provider: LoggerProvider | None = None,
         redact_patterns: Iterable[str | re.Pattern[str]] = (),
         events: EventForm | None = None,
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         layout = trace_layout or os.environ.get(LAYOUT_ENV, "").strip() or "session"
         if layout not in _LAYOUTS:
@@ -153,6 +193,11 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         )
         self.instruments = instruments_for(
             meter_provider or metrics.get_meter_provider(), cardinality_limit
+        )
+        self.costs = CostRecorder(
+            meter_provider or metrics.get_meter_provider(),
+            self.instruments,
+            None if prices is None else Pricer(prices),
         )
         patterns = tuple(redact_patterns)
         logger = (logger_provider or get_logger_provider()).get_logger(
@@ -296,6 +341,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                             sc.META_TOOL_ERRORS: record.tool_errors,
                         }
                     ),
+                    **total_attributes(record.cost, record.priced),
                 }
             )
 
@@ -383,6 +429,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             )
             if blocked:  # refused, like a denied call (README: span status)
                 span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
+            if record.priced:
+                span.set_attributes(total_attributes(record.cost, record.priced))
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
         guarded = instruments.error_type(kind) if kind is not None else None
@@ -465,14 +513,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         span.set_attributes(
             {
                 sc.TOOL_OUTCOME: outcome,
-                sc.METADATA: metadata(
-                    {
-                        sc.META_OUTCOME: outcome,
-                        sc.META_RULE: record.rule,
-                        sc.META_DECIDED_BY: record.decided_by,
-                        sc.META_ERROR_TYPE: kind,
-                        sc.META_RECOVERED_BY: record.recovered_by,
-                    }
+                sc.METADATA: _call_metadata(
+                    outcome, record.rule, record.decided_by, kind, record.recovered_by
                 ),
             }
         )
@@ -487,6 +529,14 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
 
     # --- dispatches ---
 
+    @property
+    def _hookscope_started_events(self) -> frozenset[str] | None:
+        """The events :meth:`dispatch_started` acts on, so the notifier calls it for no other
+        (every event for a subclass that overrides it)."""
+        if type(self).dispatch_started is OTelHook.dispatch_started:
+            return _STARTED_EVENTS
+        return None
+
     def dispatch_started(self, event: HookEvent, context: HookContext, data: Any) -> None:
         if event == "pre_llm_request":
             self.start_chat(context.get(self._turn_key), context, data)
@@ -494,6 +544,20 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             turn: TurnRecord | None = context.get(self._turn_key)
             if turn is not None and turn.chat is not None:
                 turn.chat.activate()  # current while the response is reported
+
+    def _evaluation(self, record: SpanRecord, hook_name: str, result: HookResult) -> None:
+        """A scored verdict as the conventions' ``gen_ai.evaluation.result`` event on the
+        judged span (the tool call's for pre_tool_call, the turn's for turn events)."""
+        if not record.recording:
+            return
+        attributes: dict[str, Any] = {
+            sc.GEN_AI_EVALUATION_NAME: hook_name,
+            sc.GEN_AI_EVALUATION_SCORE_VALUE: float(cast(float, result.score)),
+            sc.GEN_AI_EVALUATION_SCORE_LABEL: "pass" if result.allow else "fail",
+        }
+        if result.message:
+            attributes[sc.GEN_AI_EVALUATION_EXPLANATION] = self._reason(result.message)
+        self.event(record, sc.EVENT_EVALUATION_RESULT, attributes)
 
     def hook_finished(
         self,
@@ -522,6 +586,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 decision = getattr(result, "decision", None)
                 if decision is not None:  # the policy hook: named on allows too
                     record.policy_hook = hook_name
+            if type(result) is HookResult and result.score is not None and record is not None:
+                self._evaluation(record, hook_name, result)
             return
         kind = error_type(error)
         hook = instruments.hook_name(hook_name)

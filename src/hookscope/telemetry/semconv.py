@@ -40,6 +40,12 @@ GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+#: What a model call (on ``chat``), a turn or a session (totals) cost, in
+#: :data:`COST_CURRENCY_VALUE` (DESIGN §11).
+GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
+#: The currency of ``gen_ai.usage.cost``.
+COST_CURRENCY: Final = "hookscope.cost.currency"
+COST_CURRENCY_VALUE: Final = "USD"
 #: The log event carrying a model call's (or turn's) messages when capture includes events.
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
 #: ``gen_ai.tool.type`` of a tool the agent's own code runs (the conventions' client-side kind).
@@ -186,6 +192,13 @@ EVENT_NAMES: Final[dict[HookEvent, str]] = {
     "on_compaction": "hookscope.compaction",
 }
 EVENT_HOOK_FAILURE: Final = "hookscope.hook_failure"
+#: The GenAI conventions' evaluation event: a prompt hook's verdict or a scored HookResult,
+#: on the judged span (DESIGN §11), with the attributes below.
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 
 # --- metrics ---
 METRIC_TOOL_CALLS: Final = "hookscope.tool.calls"
@@ -203,6 +216,19 @@ METRIC_HOOK_FAILURES: Final = "hookscope.hook.failures"
 METRIC_INTERACTIONS: Final = "hookscope.interactions"
 METRIC_COMPACTIONS: Final = "hookscope.compactions"
 METRIC_GUARDRAIL_VERDICTS: Final = "hookscope.guardrail.verdicts"
+#: Seconds a call waited for a person's approval (``builtins.Approvals``), by agent, outcome
+#: and channel; the wait is also a ``blocked_on_user`` span under the tool span.
+METRIC_APPROVAL_DURATION: Final = "hookscope.approval.duration"
+SPAN_BLOCKED_ON_USER: Final = "blocked_on_user"
+APPROVAL_ID: Final = "hookscope.approval.id"
+APPROVAL_CHANNEL: Final = "hookscope.approval.channel"
+#: ``approved``, ``denied`` or ``timed_out``.
+APPROVAL_OUTCOME: Final = "hookscope.approval.outcome"
+APPROVAL_APPROVER: Final = "hookscope.approval.approver"
+#: Counter of spend (``{USD}``) by agent, model and provider.
+METRIC_COST: Final = "hookscope.cost"
+#: Counter of model calls whose model has no known price (``{call}``): never guessed.
+METRIC_COST_UNPRICED: Final = "hookscope.cost.unpriced"
 
 # --- process-level metrics: hookscope's own export pipeline ---
 # Exports happen per process (one batch holds spans of every agent the process runs), so these
@@ -233,6 +259,8 @@ PROMETHEUS_NAMES: Final[dict[str, str]] = {
     METRIC_INTERACTIONS: "hookscope_interactions_total",
     METRIC_COMPACTIONS: "hookscope_compactions_total",
     METRIC_GUARDRAIL_VERDICTS: "hookscope_guardrail_verdicts_total",
+    METRIC_COST: "hookscope_cost_total",
+    METRIC_COST_UNPRICED: "hookscope_cost_unpriced_total",
 }
 
 #: Prometheus names of the process-level metrics. Kept apart from :data:`PROMETHEUS_NAMES`:

@@ -72,6 +72,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 
+from hookscope.pricing import install_prices
 from hookscope.telemetry import _exporters
 from hookscope.telemetry._endpoint import Signal, Target
 from hookscope.telemetry._exporters import OtlpProtocol, sdk_self_metrics
@@ -283,6 +284,7 @@ def configure(
     max_file_bytes: int | None = None,
     keep_files: int | None = None,
     metric_cardinality_limit: int | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> Telemetry:
     """Build (or find) the tracer, meter and logger providers hookscope's telemetry goes to.
 
@@ -314,6 +316,10 @@ def configure(
         keep_files: Rotated files kept per signal (default 4; 0 keeps none).
         metric_cardinality_limit: Distinct attribute sets per metric stream (default 2000);
             more are reported as one point with ``otel.metric.overflow=true``.
+        prices: The process-wide price table for ``gen_ai.usage.cost``: model name → USD per
+            million tokens (``{"input": 3.0, "output": 15.0}``, optional ``cache_read`` and
+            ``cache_write``); it wins over genai-prices' data. A negative or non-numeric
+            price is a ``ConfigError`` and nothing is configured.
 
     Returns:
         The providers and a way to flush and shut them down.
@@ -323,6 +329,8 @@ def configure(
             protocol, a malformed endpoint, a bad number, or a directory that cannot be
             written. Nothing is left running.
     """
+    if prices is not None:
+        install_prices(prices, "configure(prices=...)")
     disabled, warning = sdk_disabled()
     if warning:
         logger.warning("hookscope: %s", warning)

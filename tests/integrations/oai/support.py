@@ -19,6 +19,9 @@ from hookscope import HookResult, hooks
 from hookscope.testing import Recording
 from hookscope.types import Recovery
 
+#: Scenarios with concurrency in them run this many times.
+ATTEMPTS: Final = range(3)
+
 #: Attributes each line shows, in this order, with a short label.
 SHOWN: Final = (
     ("hookscope.turn.outcome", "turn"),
@@ -124,6 +127,11 @@ async def wait_forever(reason: str) -> str:
     RAN.append(f"wait_forever {reason}")
     await asyncio.Event().wait()
     return "never"
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """A scripted model reply that calls tool ``name`` with ``arguments``."""
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
 def agent(

@@ -24,9 +24,11 @@ from hookscope.integrations.openai_agents import ModelRequestBlocked, end_sessio
 from hookscope.testing import Recording
 from hookscope.types import LlmRequest, RequestDecision
 from tests.integrations.oai.support import (
+    ATTEMPTS,
     RAN,
     add,
     agent,
+    call,
     confirm_transfers,
     lines,
     totals,
@@ -34,12 +36,6 @@ from tests.integrations.oai.support import (
     wait_forever,
 )
 from tests.support.model_server import ScriptedModelServer
-
-ATTEMPTS = range(3)
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
 @hooks.pre_turn

@@ -6,8 +6,6 @@ span tree and the same metric totals every time.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from agents import Runner, SQLiteSession
 
@@ -16,9 +14,11 @@ from hookscope.integrations.openai_agents import end_session, govern
 from hookscope.policy import deny, enforce
 from hookscope.testing import Recording
 from tests.integrations.oai.support import (
+    ATTEMPTS,
     RAN,
     add,
     agent,
+    call,
     confirm_transfers,
     delete_file,
     fetch,
@@ -33,13 +33,6 @@ from tests.integrations.oai.support import (
     write_note,
 )
 from tests.support.model_server import ScriptedModelServer
-
-ATTEMPTS = range(3)
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
 
 GOVERNED_SCRIPT = {
     "Add two": [call("add", a=2, b=3), {"text": "2+3={tool_result}"}],

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,10 +17,10 @@ from hookscope import HookRunner
 from hookscope.integrations.openai_agents import INSTRUMENTS, OpenAIAgentsInstrumentor, govern
 from hookscope.policy import deny, enforce
 from hookscope.testing import Recording
-from tests.e2e.test_antigravity import console_spans
 from tests.integrations.oai.support import RAN, add, agent, delete_file, lines
 from tests.support import openai_agents_app
 from tests.support.model_server import ScriptedModelServer
+from tests.support.zero_code import console_spans, run_instrumented
 
 REPOSITORY = Path(__file__).parents[3]
 
@@ -143,32 +141,19 @@ async def test_zero_code_governs_with_the_hooks_of_hookscope_config(tmp_path: Pa
         'hook = "tests.support.openai_agents_app:no_deletes"\n'
     )
     with ScriptedModelServer(SCRIPT) as server:
-        env = {
-            **os.environ,
-            "SCRIPTED_MODEL_URL": server.base_url,
-            "HOOKSCOPE_CONFIG": str(config),
-            "OTEL_SERVICE_NAME": "zero-code-app",
-            "OTEL_TRACES_EXPORTER": "console",
-            "OTEL_METRICS_EXPORTER": "none",
-            "OTEL_LOGS_EXPORTER": "none",
-            # OpenInference's instrumentor for this SDK is installed here too: only ours runs
-            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai_agents",
-            "PYTHONWARNINGS": "ignore",
-        }
-        process = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).parent / "opentelemetry-instrument"),
-            sys.executable,
-            "-m",
+        app = await run_instrumented(
             "tests.support.openai_agents_app",
-            cwd=str(REPOSITORY),
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+            env={
+                "SCRIPTED_MODEL_URL": server.base_url,
+                "HOOKSCOPE_CONFIG": str(config),
+                "OTEL_SERVICE_NAME": "zero-code-app",
+                # OpenInference's instrumentor for this SDK is installed here too: only ours
+                # runs
+                "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "openai_agents",
+            },
         )
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-    stdout, stderr = out.decode(), err.decode()
-    assert process.returncode == 0, stderr[-3000:]
+    stdout = app.stdout
+    assert app.returncode == 0, app.stderr[-3000:]
     assert [line for line in stdout.splitlines() if line.startswith("answer:")] == [
         "answer: 5",
         "answer: deleting is not allowed here",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, ClassVar, Final, TypeVar
 
-from hookscope.integrations._kit import Governor, KitInstrumentor, Target
+from hookscope.integrations._kit import Governor, Target
 from hookscope.integrations._kit.keyed import DEFAULT_IDLE_S
+from hookscope.integrations._kit.keyed_govern import GovernedSet, KeyedInstrumentor
 from hookscope.integrations.google_adk.plugin import (
     PLUGIN_NAME,
     AskMode,
@@ -25,12 +25,7 @@ _SDK: Final = "google-adk"
 
 T = TypeVar("T")
 
-_ALL: weakref.WeakSet[Governed] = weakref.WeakSet()
-
-
-def _check(ask: str) -> None:
-    if ask not in ("hookscope", "native"):
-        raise ValueError(f"ask must be 'hookscope' or 'native', got {ask!r}")
+_ALL: Final = GovernedSet(_SDK, Governed)
 
 
 def govern(
@@ -61,9 +56,7 @@ def govern(
     from google.adk.apps import App
     from google.adk.runners import Runner
 
-    _check(ask)
-    governed = Governed(Governor(runner, _SDK, agent_name=agent_name), ask, session_idle_s)
-    _ALL.add(governed)
+    governed = _ALL.govern(runner, agent_name=agent_name, ask=ask, session_idle_s=session_idle_s)
     if isinstance(target, Runner):
         existing = target.plugin_manager.get_plugin(PLUGIN_NAME)
         if isinstance(existing, HookscopePlugin):  # governing again swaps the runner
@@ -108,13 +101,10 @@ async def end_sessions() -> int:
 
     ``Runner.close()`` ends its own; ADK's session service has no other end of a session.
     """
-    ended = 0
-    for governed in list(_ALL):
-        ended += await governed.sessions.end_all()
-    return ended
+    return await _ALL.end_sessions()
 
 
-class GoogleAdkInstrumentor(KitInstrumentor):
+class GoogleAdkInstrumentor(KeyedInstrumentor[Governed]):
     """The zero-code way: every ADK ``Runner`` built afterwards carries hookscope's plugin.
 
     ``instrument(runner=None, tracer_provider=None, meter_provider=None, agent_name=None,
@@ -125,18 +115,10 @@ class GoogleAdkInstrumentor(KitInstrumentor):
 
     sdk: ClassVar[str] = _SDK
     instruments: ClassVar[tuple[str, ...]] = INSTRUMENTS
-    _options: tuple[AskMode, float | None] = ("hookscope", DEFAULT_IDLE_S)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        ask: AskMode = kwargs.get("ask") or "hookscope"
-        _check(ask)
-        self._options = (ask, kwargs.get("session_idle_s", DEFAULT_IDLE_S))
-        super()._instrument(**kwargs)
+    governed_set = _ALL
 
     def targets(self, governor: Governor) -> Iterable[Target]:
-        governed = Governed(governor, *self._options)
-        _ALL.add(governed)
-        self._governed = governed  # held: _ALL is weak
+        governed = self.governed(governor)
 
         def init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             result = wrapped(*args, **kwargs)

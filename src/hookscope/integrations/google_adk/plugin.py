@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from google.adk.models.llm_response import LlmResponse as AdkResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -28,7 +28,8 @@ from hookscope.integrations._kit import (
     ambient_session_id,
     current_parent,
 )
-from hookscope.integrations._kit.keyed import KeyedSessions
+from hookscope.integrations._kit.keyed_govern import AskMode
+from hookscope.integrations._kit.keyed_govern import Governed as KeyedGoverned
 from hookscope.integrations._kit.lazy import LazyMessages
 from hookscope.types import (
     ChatResponse,
@@ -45,21 +46,18 @@ if TYPE_CHECKING:
 
 __all__ = ["PLUGIN_NAME", "AskMode", "Governed", "HookscopePlugin"]
 
-AskMode = Literal["hookscope", "native"]
 #: The plugin's name in ADK (plugin names are unique per runner).
 PLUGIN_NAME: Final = "hookscope"
 _PROVIDER: Final = "gcp.gen_ai"
 
 
-class Governed:
+class Governed(KeyedGoverned):
     """One ``govern()`` (or instrumentation): the governor, its sessions, its invocations."""
 
-    __slots__ = ("__weakref__", "ask", "governor", "invocations", "sessions")
+    __slots__ = ("invocations",)
 
     def __init__(self, governor: Governor, ask: AskMode, idle_s: float | None) -> None:
-        self.governor = governor
-        self.ask = ask
-        self.sessions = KeyedSessions(governor, idle_s=idle_s)
+        super().__init__(governor, ask, idle_s)
         self.invocations: dict[str, Invocation] = {}
 
 

@@ -11,14 +11,14 @@ observed (callbacks cannot change them), which middleware's ``wrap_model_call`` 
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final, TypeVar
 
 from wrapt import wrap_function_wrapper
 
-from hookscope.integrations._kit import Governor, KitInstrumentor, SessionBinder, Target
+from hookscope.integrations._kit import Governor, SessionBinder, Target
 from hookscope.integrations._kit.keyed import DEFAULT_IDLE_S
+from hookscope.integrations._kit.keyed_govern import GovernedSet, KeyedInstrumentor
 from hookscope.integrations.langgraph.runs import (
     AskMode,
     Governed,
@@ -36,15 +36,10 @@ _SDK: Final = "langgraph"
 
 T = TypeVar("T")
 
-_ALL: weakref.WeakSet[Governed] = weakref.WeakSet()
+_ALL: Final = GovernedSet(_SDK, Governed)
 #: Graphs governed explicitly (compiled graphs are unhashable pydantic-free objects: by identity).
 _GRAPHS: SessionBinder[Any, Governed] = SessionBinder()
 _PATCHED: list[bool] = []
-
-
-def _check(ask: str) -> None:
-    if ask not in ("hookscope", "native"):
-        raise ValueError(f"ask must be 'hookscope' or 'native', got {ask!r}")
 
 
 def govern(
@@ -75,9 +70,7 @@ def govern(
     from langgraph.prebuilt import ToolNode
     from langgraph.pregel import Pregel
 
-    _check(ask)
-    governed = Governed(Governor(runner, _SDK, agent_name=agent_name), ask, session_idle_s)
-    _ALL.add(governed)
+    governed = _ALL.govern(runner, agent_name=agent_name, ask=ask, session_idle_s=session_idle_s)
     if isinstance(target, Pregel):
         for node in _tool_nodes(target):
             _govern_tool_node(node, governed)
@@ -119,24 +112,25 @@ def _govern_tool_node(node: Any, governed: Governed) -> None:
     node._wrap_tool_call, node._awrap_tool_call = wrap, awrap
 
 
-def _stream(default: Governed | None) -> Any:
+def _run_seam(run_governed: Callable[..., Any], default: Governed | None) -> Any:
+    """A ``Pregel.stream``/``astream`` wrapper: runs of a graph ``govern()`` bound, or else
+    of ``default`` (the instrumentation's), go through ``run_governed``; others pass."""
+
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         governed = _GRAPHS.get(instance) or default
         if governed is None:
             return wrapped(*args, **kwargs)
-        return stream_governed(governed, instance, wrapped, args, kwargs)
+        return run_governed(governed, instance, wrapped, args, kwargs)
 
     return wrapper
+
+
+def _stream(default: Governed | None) -> Any:
+    return _run_seam(stream_governed, default)
 
 
 def _astream(default: Governed | None) -> Any:
-    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        governed = _GRAPHS.get(instance) or default
-        if governed is None:
-            return wrapped(*args, **kwargs)
-        return astream_governed(governed, instance, wrapped, args, kwargs)
-
-    return wrapper
+    return _run_seam(astream_governed, default)
 
 
 async def end_sessions() -> int:
@@ -145,13 +139,10 @@ async def end_sessions() -> int:
     A thread has no end LangGraph knows of: its session runs until this is called or it is
     idle for ``session_idle_s``.
     """
-    ended = 0
-    for governed in list(_ALL):
-        ended += await governed.sessions.end_all()
-    return ended
+    return await _ALL.end_sessions()
 
 
-class LangGraphInstrumentor(KitInstrumentor):
+class LangGraphInstrumentor(KeyedInstrumentor[Governed]):
     """The zero-code way: every LangGraph graph run is a governed, traced turn.
 
     ``instrument(runner=None, tracer_provider=None, meter_provider=None, agent_name=None,
@@ -162,18 +153,10 @@ class LangGraphInstrumentor(KitInstrumentor):
 
     sdk: ClassVar[str] = _SDK
     instruments: ClassVar[tuple[str, ...]] = INSTRUMENTS
-    _options: tuple[AskMode, float | None] = ("hookscope", DEFAULT_IDLE_S)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        ask: AskMode = kwargs.get("ask") or "hookscope"
-        _check(ask)
-        self._options = (ask, kwargs.get("session_idle_s", DEFAULT_IDLE_S))
-        super()._instrument(**kwargs)
+    governed_set = _ALL
 
     def targets(self, governor: Governor) -> Iterable[Target]:
-        governed = Governed(governor, *self._options)
-        _ALL.add(governed)
-        self._governed = governed  # held: _ALL is weak
+        governed = self.governed(governor)
 
         def tool_node_init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             wrap, awrap = wrappers(

@@ -15,21 +15,20 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 
 from hookscope.integrations._kit import (
-    Governor,
     SubagentRun,
     ToolOp,
     Turn,
     ambient_session_id,
     current_parent,
-    run_now,
 )
-from hookscope.integrations._kit.keyed import KeyedSessions
+from hookscope.integrations._kit.calls import run_now
+from hookscope.integrations._kit.keyed_govern import AskMode, Governed
 from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, Usage
 
@@ -38,20 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN", "AskMode", "Governed", "GraphRun", "astream_governed", "stream_governed"]
 
-AskMode = Literal["hookscope", "native"]
-
 logger = logging.getLogger("hookscope.integrations")
-
-
-class Governed:
-    """One ``govern()`` (or instrumentation): the runner's governor and its thread sessions."""
-
-    __slots__ = ("__weakref__", "ask", "governor", "sessions")
-
-    def __init__(self, governor: Governor, ask: AskMode, idle_s: float | None) -> None:
-        self.governor = governor
-        self.ask = ask
-        self.sessions = KeyedSessions(governor, idle_s=idle_s)
 
 
 @dataclass(eq=False)

@@ -10,7 +10,8 @@ the message (the tool never runs); modified arguments go in through ``request.ov
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Final
 
@@ -18,7 +19,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import interrupt
 
-from hookscope.integrations._kit import ToolOp, ToolVerdict, Turn, run_now
+from hookscope.integrations._kit import ToolOp, ToolVerdict, Turn
+from hookscope.integrations._kit.calls import run_now
 from hookscope.integrations.langgraph.runs import RUN, Governed, GraphRun
 from hookscope.types import HookscopeError, ToolCall
 
@@ -132,6 +134,23 @@ def _open(turn: Turn, graph_run: GraphRun | None, request: Any) -> ToolOp:
     return turn.open_tool(_call(request), graph_run.run if graph_run is not None else None)
 
 
+def _refused(governed: Governed, op: ToolOp, request: Any, error: Exception) -> ToolMessage:
+    """Fail closed: deciding raised, so the tool does not run; the model is told why."""
+    op.close(error)
+    return _reply(request, governed.governor.guard.failed("pre_tool_call", error), "error")
+
+
+@contextmanager
+def _calling(graph_run: GraphRun | None, op: ToolOp) -> Iterator[None]:
+    """While the tool runs: a graph run inside it is a subagent run under this call."""
+    token = RUN.set(replace(graph_run, calling=op)) if graph_run is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            RUN.reset(token)
+
+
 def _approved(answer: Any) -> bool:
     if isinstance(answer, dict):
         answer = answer.get("approved", answer.get("answer"))
@@ -159,32 +178,27 @@ async def _async_call(
             verdict = await op.answer(_approved(answer))
     except GraphBubbleUp:
         raise
-    except Exception as error:  # fail closed: the tool does not run
-        op.close(error)
-        return _reply(request, governed.governor.guard.failed("pre_tool_call", error), "error")
+    except Exception as error:
+        return _refused(governed, op, request, error)
     except BaseException as error:
         op.close(error)
         raise
     if not verdict.allowed:
         return _reply(request, verdict.message, "error")
-    # A graph run inside the tool is a subagent run under this call.
-    token = RUN.set(replace(graph_run, calling=op)) if graph_run is not None else None
-    try:
-        result = await inner(_effective(request, verdict))
-    except GraphBubbleUp:
-        op.close()
-        raise
-    except Exception as error:
-        recovery = await op.failed(error)
-        if recovery is None:
+    with _calling(graph_run, op):
+        try:
+            result = await inner(_effective(request, verdict))
+        except GraphBubbleUp:
+            op.close()
             raise
-        return _reply(request, recovery.value)
-    except BaseException as error:
-        op.close(error)
-        raise
-    finally:
-        if token is not None:
-            RUN.reset(token)
+        except Exception as error:
+            recovery = await op.failed(error)
+            if recovery is None:
+                raise
+            return _reply(request, recovery.value)
+        except BaseException as error:
+            op.close(error)
+            raise
     return await _returned(op, request, result)
 
 
@@ -203,34 +217,30 @@ def _sync_call(
     request: Any,
     inner: Callable[[Any], Any],
 ) -> Any:
-    # A synchronous graph run cannot wait: hooks run to completion here (see _kit.run_now),
+    # A synchronous graph run cannot wait: hooks run to completion here (see _kit.calls.run_now),
     # and asks go to hookscope's confirm path (interrupt-based native asks need async runs).
     op = _open(turn, graph_run, request)
     try:
         verdict = run_now(op.decide())
     except Exception as error:
-        op.close(error)
-        return _reply(request, governed.governor.guard.failed("pre_tool_call", error), "error")
+        return _refused(governed, op, request, error)
     except BaseException as error:
         op.close(error)
         raise
     if not verdict.allowed:
         return _reply(request, verdict.message, "error")
-    token = RUN.set(replace(graph_run, calling=op)) if graph_run is not None else None
-    try:
-        result = inner(_effective(request, verdict))
-    except GraphBubbleUp:
-        op.close()
-        raise
-    except Exception as error:
-        recovery = run_now(op.failed(error))
-        if recovery is None:
+    with _calling(graph_run, op):
+        try:
+            result = inner(_effective(request, verdict))
+        except GraphBubbleUp:
+            op.close()
             raise
-        return _reply(request, recovery.value)
-    except BaseException as error:
-        op.close(error)
-        raise
-    finally:
-        if token is not None:
-            RUN.reset(token)
+        except Exception as error:
+            recovery = run_now(op.failed(error))
+            if recovery is None:
+                raise
+            return _reply(request, recovery.value)
+        except BaseException as error:
+            op.close(error)
+            raise
     return run_now(_returned(op, request, result))

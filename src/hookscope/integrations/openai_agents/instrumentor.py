@@ -8,15 +8,14 @@ untouched, so installing them twice never doubles a turn.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Iterable
 from typing import Any, ClassVar, Final
 
-from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from hookscope.integrations._kit import Governor, KitInstrumentor, Target
+from hookscope.integrations._kit.unwrapping import unwrap_path
 from hookscope.integrations.openai_agents.governed import SDK, Binding
 from hookscope.integrations.openai_agents.runs import (
     instrumented,
@@ -63,11 +62,7 @@ def release_run_seams(owner: str) -> None:
         if _owners:
             return
         for module, name, _ in reversed(_SEAMS):
-            parent, _, attribute = name.rpartition(".")
-            target: Any = importlib.import_module(module)
-            for part in filter(None, parent.split(".")):
-                target = getattr(target, part)
-            unwrap(target, attribute)
+            unwrap_path(module, name)
 
 
 class OpenAIAgentsInstrumentor(KitInstrumentor):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
@@ -42,7 +42,7 @@ from hookscope.integrations._kit import (
     ambient_session_id,
     current_parent,
 )
-from hookscope.integrations._kit.keyed import KeyedSessions
+from hookscope.integrations._kit.keyed_govern import AskMode, Governed
 from hookscope.integrations._kit.lazy import LazyMessages
 from hookscope.integrations.wrap import TurnBlocked
 from hookscope.types import (
@@ -63,29 +63,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AskMode", "Governed", "HookscopeCapability"]
 
-AskMode = Literal["hookscope", "native"]
-
 #: The governed tool call running in this task: a run started here is its subagent.
 _CALLING: Final[ContextVar[tuple[Governed, Turn, ToolOp] | None]] = ContextVar(
     "hookscope_pydantic_ai_calling", default=None
 )
-
-
-class Governed:
-    """One ``govern()`` (or instrumentation): the runner's governor and its sessions.
-
-    Args:
-        governor: The runner, wired in.
-        ask: ``"native"`` hands a hook's ask to pydantic-ai's ``ApprovalRequired``.
-        idle_s: See :class:`~hookscope.integrations._kit.keyed.KeyedSessions`.
-    """
-
-    __slots__ = ("__weakref__", "ask", "governor", "sessions")
-
-    def __init__(self, governor: Governor, ask: AskMode, idle_s: float | None) -> None:
-        self.governor = governor
-        self.ask = ask
-        self.sessions = KeyedSessions(governor, idle_s=idle_s)
 
 
 #: The turn (and subagent run) of the run whose hooks run in this task: set around

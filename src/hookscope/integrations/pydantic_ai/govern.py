@@ -7,12 +7,12 @@ there, after the application's, so the agent's own configuration is never rewrit
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import Any, ClassVar, Final, TypeVar
 
-from hookscope.integrations._kit import Governor, KitInstrumentor, SessionBinder, Target
+from hookscope.integrations._kit import Governor, SessionBinder, Target
 from hookscope.integrations._kit.keyed import DEFAULT_IDLE_S
+from hookscope.integrations._kit.keyed_govern import GovernedSet, KeyedInstrumentor
 from hookscope.integrations.pydantic_ai.capability import AskMode, Governed, HookscopeCapability
 from hookscope.runner import HookRunner
 
@@ -25,7 +25,7 @@ _SDK: Final = "pydantic-ai"
 A = TypeVar("A")
 
 #: Every live governed agent or instrumentation, for end_sessions().
-_ALL: weakref.WeakSet[Governed] = weakref.WeakSet()
+_ALL: Final = GovernedSet(_SDK, Governed)
 #: Agents governed explicitly: the instrumentor leaves them to their own runner.
 #: (Agents are unhashable dataclasses: bound by identity, weakly.)
 _GOVERNED: SessionBinder[Any, Governed] = SessionBinder()
@@ -62,10 +62,7 @@ def govern(
 
     if not isinstance(agent, Agent):
         raise TypeError(f"govern needs a pydantic_ai.Agent, got {type(agent).__name__}")
-    if ask not in ("hookscope", "native"):
-        raise ValueError(f"ask must be 'hookscope' or 'native', got {ask!r}")
-    governed = Governed(Governor(runner, _SDK, agent_name=agent_name), ask, session_idle_s)
-    _ALL.add(governed)
+    governed = _ALL.govern(runner, agent_name=agent_name, ask=ask, session_idle_s=session_idle_s)
     if _GOVERNED.get(agent) is None:  # once per agent; governing again swaps the runner
         original = type(agent).iter.__get__(agent)
 
@@ -83,10 +80,7 @@ async def end_sessions() -> int:
     pydantic-ai has no session object: a conversation runs until the application says it is
     over (or it is idle for ``session_idle_s``). Call this at shutdown, or between tests.
     """
-    ended = 0
-    for governed in list(_ALL):
-        ended += await governed.sessions.end_all()
-    return ended
+    return await _ALL.end_sessions()
 
 
 def _with(kwargs: dict[str, Any], governed: Governed | None) -> dict[str, Any]:
@@ -98,7 +92,7 @@ def _with(kwargs: dict[str, Any], governed: Governed | None) -> dict[str, Any]:
     return kwargs
 
 
-class PydanticAIInstrumentor(KitInstrumentor):
+class PydanticAIInstrumentor(KeyedInstrumentor[Governed]):
     """The zero-code way: every pydantic-ai ``Agent`` run is governed and traced.
 
     ``instrument(runner=None, tracer_provider=None, meter_provider=None, agent_name=None,
@@ -109,19 +103,10 @@ class PydanticAIInstrumentor(KitInstrumentor):
 
     sdk: ClassVar[str] = _SDK
     instruments: ClassVar[tuple[str, ...]] = INSTRUMENTS
-    _options: tuple[AskMode, float | None] = ("hookscope", DEFAULT_IDLE_S)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        ask: AskMode = kwargs.get("ask") or "hookscope"
-        if ask not in ("hookscope", "native"):
-            raise ValueError(f"ask must be 'hookscope' or 'native', got {ask!r}")
-        self._options = (ask, kwargs.get("session_idle_s", DEFAULT_IDLE_S))
-        super()._instrument(**kwargs)
+    governed_set = _ALL
 
     def targets(self, governor: Governor) -> Iterable[Target]:
-        governed = Governed(governor, *self._options)
-        _ALL.add(governed)
-        self._governed = governed  # held: _ALL is weak
+        governed = self.governed(governor)
 
         def iter_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             # An agent passed to govern() is left to its own runner.
