@@ -4,8 +4,9 @@ Content is not recorded unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONT
 where: ``SPAN_ONLY`` (span attributes), ``EVENT_ONLY`` (log events through the OTel Logs API,
 named ``gen_ai.client.inference.operation.details`` as the GenAI conventions say) or
 ``SPAN_AND_EVENT``. ``true`` (as the contrib instrumentations read it) means
-``SPAN_AND_EVENT``; ``false``, ``NO_CONTENT`` or an unset variable keep it off; any other
-value is a configuration error, never a silent default.
+``SPAN_AND_EVENT``; ``false``, ``NO_CONTENT`` or an unset variable keep it off; ``METADATA``
+records, on spans and events alike, only each value's type and size (:func:`describe`), never
+the value; any other value is a configuration error, never a silent default.
 
 Messages follow the conventions' JSON schema (``[{role, parts: [{type, content}]}]``, output
 messages with a ``finish_reason``). Every captured value is truncated and redacted by
@@ -34,6 +35,7 @@ __all__ = [
     "ContentCapture",
     "Messages",
     "capture_from_env",
+    "describe",
     "input_messages",
     "output_messages",
     "redact",
@@ -55,38 +57,64 @@ class ContentCapture(enum.Enum):
     SPAN_ONLY = "SPAN_ONLY"
     EVENT_ONLY = "EVENT_ONLY"
     SPAN_AND_EVENT = "SPAN_AND_EVENT"
+    #: Spans and events, but each value only as its type and size (:func:`describe`).
+    METADATA = "METADATA"
 
     @property
     def on_spans(self) -> bool:
-        """Whether content goes into span attributes."""
-        return self in (ContentCapture.SPAN_ONLY, ContentCapture.SPAN_AND_EVENT)
+        """Whether content (or its metadata) goes into span attributes."""
+        return self in _ON_SPANS
 
     @property
     def on_events(self) -> bool:
-        """Whether content goes into ``gen_ai.client.inference.operation.details`` log events."""
-        return self in (ContentCapture.EVENT_ONLY, ContentCapture.SPAN_AND_EVENT)
+        """Whether content (or its metadata) goes into ``gen_ai.client.inference.operation.details``
+        log events."""
+        return self in _ON_EVENTS
+
+    @property
+    def metadata_only(self) -> bool:
+        """Whether values are replaced by their type and size."""
+        return self is ContentCapture.METADATA
+
+    @classmethod
+    def parse(cls, raw: str, source: str = CAPTURE_ENV) -> ContentCapture:
+        """A mode from its name (any case), ``true`` or ``false``.
+
+        Raises:
+            ValueError: ``raw`` names no mode; the message says which ones there are.
+        """
+        text = raw.strip()
+        boolean = _BOOLEANS.get(text.lower())
+        if boolean is not None:
+            return boolean
+        try:
+            return cls(text.upper())
+        except ValueError:
+            modes = ", ".join(mode.value for mode in cls)
+            raise ValueError(
+                f"{source}={raw!r} is not a capture mode; use true, false or one of {modes} "
+                "(or unset it to record no content)"
+            ) from None
+
+
+_ON_SPANS: Final = frozenset(
+    {ContentCapture.SPAN_ONLY, ContentCapture.SPAN_AND_EVENT, ContentCapture.METADATA}
+)
+_ON_EVENTS: Final = frozenset(
+    {ContentCapture.EVENT_ONLY, ContentCapture.SPAN_AND_EVENT, ContentCapture.METADATA}
+)
 
 
 def capture_from_env(environ: Mapping[str, str] | None = None) -> ContentCapture:
     """Read the capture mode from ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
     Raises:
-        ValueError: the variable holds something other than the four modes.
+        ValueError: the variable holds something other than a mode, ``true`` or ``false``.
     """
     raw = (os.environ if environ is None else environ).get(CAPTURE_ENV, "").strip()
     if not raw:
         return ContentCapture.NO_CONTENT
-    boolean = _BOOLEANS.get(raw.lower())
-    if boolean is not None:
-        return boolean
-    try:
-        return ContentCapture(raw.upper())
-    except ValueError:
-        modes = ", ".join(mode.value for mode in ContentCapture)
-        raise ValueError(
-            f"{CAPTURE_ENV}={raw!r} is not a capture mode; use true, false or one of {modes} "
-            "(or unset it to record no content)"
-        ) from None
+    return ContentCapture.parse(raw)
 
 
 #: ``true``/``false``, as the contrib instrumentations read the variable: ``true`` records
@@ -116,6 +144,78 @@ def render(value: Any, max_length: int = DEFAULT_MAX_LENGTH, redactor: Redactor 
 
 
 _MAX_DEPTH: Final = 20
+_MAX_KEY: Final = 128
+_SIZED: Final = (str, bytes, bytearray, Mapping, list, tuple, set, frozenset)
+
+
+#: Type names for the kinds of data, whatever class carries them (a ToolCall's arguments are a
+#: read-only mapping proxy, yet a mapping all the same).
+_KINDS: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    (bool, "bool"),
+    (int, "int"),
+    (float, "float"),
+    (str, "str"),
+    ((bytes, bytearray), "bytes"),
+    (Mapping, "dict"),
+    ((list, tuple), "list"),
+    ((set, frozenset), "set"),
+)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kinds, name in _KINDS:
+        if isinstance(value, kinds):
+            return name
+    return type(value).__name__
+
+
+def _shape(value: Any) -> dict[str, Any]:
+    """A value's type name, and its length where it has one (never the value itself)."""
+    shape: dict[str, Any] = {"type": _type_name(value)}
+    if isinstance(value, _SIZED):
+        shape["length"] = len(value)
+    return shape
+
+
+def describe(value: Any, redactor: Redactor = DEFAULT) -> dict[str, Any]:
+    """``value``'s metadata for ``capture="metadata"``: its type and size, never its content.
+
+    ``{"type": "str", "length": 42}`` for a string. Types are ``str``, ``bytes``, ``int``,
+    ``float``, ``bool``, ``null``, ``dict`` (any mapping), ``list`` (lists and tuples), ``set``,
+    else the class name; ``length`` counts characters, bytes, or items (numbers, booleans and
+    ``None`` have none).
+    A mapping, or an object with fields (dataclass, pydantic model), adds ``"fields"``: each
+    top-level key (redacted like content, since keys can be data too) with its value's shape,
+    ``{"type": "dict", "length": 2, "fields": {"path": {"type": "str", "length": 9}, …}}``.
+    Never raises.
+    """
+    try:
+        shape = _shape(value)
+        fields = _fields(value)
+        if fields is not None:
+            shape["fields"] = {
+                redactor.redact_text(str(key), _MAX_KEY): _shape(item)
+                for key, item in fields.items()
+            }
+        return shape
+    except Exception:  # a hostile __len__ or property: the type is still safe to tell
+        return {"type": _type_name(value)}
+
+
+def _fields(value: Any) -> Mapping[Any, Any] | None:
+    """A value's top-level fields, or ``None`` for a value that has none."""
+    if isinstance(value, Mapping):
+        return value
+    names = getattr(type(value), "__dataclass_fields__", None)
+    if names is not None:
+        return {name: getattr(value, name) for name in names}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        dumped = dump()
+        return dumped if isinstance(dumped, Mapping) else None
+    return None
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -145,27 +245,35 @@ def _plain(value: Any, depth: int) -> Any:
 Message = dict[str, Any]
 
 
-def _text(value: Any, redactor: Redactor) -> Message:
+def _show(value: Any, redactor: Redactor, metadata: bool) -> Any:
+    """A captured value: rendered and redacted, or (metadata only) its type and size."""
+    return describe(value, redactor) if metadata else render(value, redactor=redactor)
+
+
+def _text(value: Any, redactor: Redactor, metadata: bool) -> Message:
+    if metadata:  # the part's kind stays; its content becomes the value's shape
+        return {"type": "text", "metadata": describe(value, redactor)}
     return {"type": "text", "content": render(value, redactor=redactor)}
 
 
-def _parts(content: Any, redactor: Redactor) -> list[Message]:
+def _parts(content: Any, redactor: Redactor, metadata: bool) -> list[Message]:
     if content is None:
         return []
     if isinstance(content, str):
-        return [_text(content, redactor)]
+        return [_text(content, redactor, metadata)]
     if isinstance(content, (list, tuple)):  # OpenAI-style content parts
         parts = []
         for part in content:
             if isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append(_text(part.get("text", part.get("content", "")), redactor))
+                text = part.get("text", part.get("content", ""))
+                parts.append(_text(text, redactor, metadata))
             else:
-                parts.append(_text(part, redactor))
+                parts.append(_text(part, redactor, metadata))
         return parts
-    return [_text(content, redactor)]
+    return [_text(content, redactor, metadata)]
 
 
-def _tool_call_part(call: Any, redactor: Redactor) -> Message:
+def _tool_call_part(call: Any, redactor: Redactor, metadata: bool) -> Message:
     """A tool call as a part: hookscope's ToolCall or an OpenAI-style mapping."""
     if isinstance(call, Mapping):
         function = call.get("function")
@@ -178,37 +286,42 @@ def _tool_call_part(call: Any, redactor: Redactor) -> Message:
     part: Message = {
         "type": "tool_call",
         "name": str(name),
-        "arguments": render(arguments, redactor=redactor),
+        "arguments": _show(arguments, redactor, metadata),
     }
     if call_id:
         part["id"] = str(call_id)
     return part
 
 
-def _message(item: Any, redactor: Redactor) -> Message:
+def _message(item: Any, redactor: Redactor, metadata: bool) -> Message:
     if not isinstance(item, Mapping):
-        return {"role": "user", "parts": _parts(item, redactor)}
+        return {"role": "user", "parts": _parts(item, redactor, metadata)}
     role = str(item.get("role", "user"))
     if role == "tool":
-        response = render(item.get("content"), redactor=redactor)
+        response = _show(item.get("content"), redactor, metadata)
         part: Message = {"type": "tool_call_response", "response": response}
         if item.get("tool_call_id"):
             part["id"] = str(item["tool_call_id"])
         return {"role": "tool", "parts": [part]}
-    parts = _parts(item.get("content"), redactor)
-    parts += [_tool_call_part(call, redactor) for call in item.get("tool_calls") or ()]
+    parts = _parts(item.get("content"), redactor, metadata)
+    calls = item.get("tool_calls") or ()
+    parts += [_tool_call_part(call, redactor, metadata) for call in calls]
     return {"role": role, "parts": parts}
 
 
-def input_messages(value: Any, redactor: Redactor = DEFAULT) -> list[Message]:
+def input_messages(
+    value: Any, redactor: Redactor = DEFAULT, *, metadata: bool = False
+) -> list[Message]:
     """``value`` (a prompt, or chat messages such as ``LlmRequest.messages``) as input messages.
 
     A string or any other value is one user message; mappings with ``role`` and ``content``
-    (OpenAI style, including ``tool_calls`` and ``tool`` results) keep their roles.
+    (OpenAI style, including ``tool_calls`` and ``tool`` results) keep their roles. With
+    ``metadata``, text parts hold ``"metadata"`` (:func:`describe`) instead of ``"content"``,
+    and tool arguments and responses are described, not rendered.
     """
     if isinstance(value, (list, tuple)) and all(isinstance(m, Mapping) for m in value):
-        return [_message(item, redactor) for item in value]
-    return [_message(value, redactor)]
+        return [_message(item, redactor, metadata) for item in value]
+    return [_message(value, redactor, metadata)]
 
 
 def output_messages(
@@ -216,10 +329,13 @@ def output_messages(
     tool_calls: Sequence[Any] = (),
     finish_reasons: Sequence[str] = (),
     redactor: Redactor = DEFAULT,
+    *,
+    metadata: bool = False,
 ) -> list[Message]:
-    """The model's (or agent's) answer as one assistant output message."""
-    parts = [_text(text, redactor)] if text else []
-    parts += [_tool_call_part(call, redactor) for call in tool_calls]
+    """The model's (or agent's) answer as one assistant output message (described only, with
+    ``metadata``, as :func:`input_messages` says)."""
+    parts = [_text(text, redactor, metadata)] if text else []
+    parts += [_tool_call_part(call, redactor, metadata) for call in tool_calls]
     reason = finish_reasons[0] if finish_reasons else ("tool_call" if tool_calls else "stop")
     return [{"role": "assistant", "parts": parts, "finish_reason": reason}]
 
@@ -243,7 +359,7 @@ class Messages:
             ``redact_patterns``).
     """
 
-    __slots__ = ("_logger", "capture", "on_events", "on_spans", "redactor")
+    __slots__ = ("_logger", "capture", "metadata", "on_events", "on_spans", "redactor")
 
     def __init__(
         self, capture: ContentCapture, logger: Logger, redactor: Redactor = DEFAULT
@@ -251,6 +367,7 @@ class Messages:
         self.capture = capture
         self.on_spans = capture.on_spans
         self.on_events = capture.on_events
+        self.metadata = capture.metadata_only
         self.redactor = redactor
         self._logger = logger
 
@@ -258,24 +375,28 @@ class Messages:
         self, text: str, tool_calls: Sequence[Any] = (), finish_reasons: Sequence[str] = ()
     ) -> list[Message]:
         """An answer as output messages, redacted by this capture's redactor."""
-        return output_messages(text, tool_calls, finish_reasons, self.redactor)
+        return output_messages(
+            text, tool_calls, finish_reasons, self.redactor, metadata=self.metadata
+        )
+
+    def _value(self, value: Any) -> str:
+        """A value as a span attribute: rendered, or (metadata only) its shape as JSON."""
+        if self.metadata:
+            return json.dumps(describe(value, self.redactor), ensure_ascii=False)
+        return render(value, redactor=self.redactor)
 
     def prompt(self, span: Span, prompt: Any) -> None:
         """A turn's prompt, or a model request's messages, on its span."""
         if self.on_spans:
-            redactor = self.redactor
-            messages = input_messages(prompt, redactor)
+            messages = input_messages(prompt, self.redactor, metadata=self.metadata)
             span.set_attributes(
-                {
-                    sc.GEN_AI_INPUT_MESSAGES: to_json(messages),
-                    sc.INPUT_VALUE: render(prompt, redactor=redactor),
-                }
+                {sc.GEN_AI_INPUT_MESSAGES: to_json(messages), sc.INPUT_VALUE: self._value(prompt)}
             )
 
     def value(self, span: Span, key: str, openinference_key: str, value: Any) -> None:
         """A tool's arguments or result (or a question) on its span, under ``key``."""
         if self.on_spans:
-            rendered = render(value, redactor=self.redactor)
+            rendered = self._value(value)
             span.set_attributes({key: rendered, openinference_key: rendered})
 
     def exchange(
@@ -305,13 +426,13 @@ class Messages:
         if self.on_spans:
             span_attributes: dict[str, Any] = {
                 sc.GEN_AI_OUTPUT_MESSAGES: to_json(output),
-                sc.OUTPUT_VALUE: render(output_text, redactor=self.redactor),
+                sc.OUTPUT_VALUE: self._value(output_text),
             }
             if inputs_on_span:
                 span_attributes[sc.GEN_AI_INPUT_MESSAGES] = to_json(
-                    input_messages(inputs, self.redactor)
+                    input_messages(inputs, self.redactor, metadata=self.metadata)
                 )
-                span_attributes[sc.INPUT_VALUE] = render(inputs, redactor=self.redactor)
+                span_attributes[sc.INPUT_VALUE] = self._value(inputs)
             span.set_attributes(span_attributes)
         if self.on_events:
             self._logger.emit(
@@ -319,7 +440,9 @@ class Messages:
                 context=context,
                 attributes={
                     **attributes,
-                    sc.GEN_AI_INPUT_MESSAGES: input_messages(inputs, self.redactor),
+                    sc.GEN_AI_INPUT_MESSAGES: input_messages(
+                        inputs, self.redactor, metadata=self.metadata
+                    ),
                     sc.GEN_AI_OUTPUT_MESSAGES: output,
                 },
             )

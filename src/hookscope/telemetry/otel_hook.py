@@ -137,8 +137,10 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         trace_layout: ``"session"`` (one trace per session) or ``"turn"`` (one trace per turn,
             linked to the session span: for long sessions whose root span would stay
             invisible until the end). ``None`` reads ``HOOKSCOPE_TRACE_LAYOUT``, else session.
-        capture_content: Where to record prompts, arguments, results and responses; ``None``
-            reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off when unset).
+        capture_content: Where to record prompts, arguments, results and responses (a
+            :class:`ContentCapture` or its name in any case, e.g. ``"metadata"`` for types and
+            sizes only); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
+            (off when unset).
         cardinality_limit: Distinct tool, rule, model, hook and error-type values per metric
             before further ones are reported as ``_other``.
         logger_provider: Where ``gen_ai.client.inference.operation.details`` events go when
@@ -166,7 +168,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         agent_name: str | None = None,
         trace_layout: TraceLayout | None = None,
         *,
-        capture_content: ContentCapture | None = None,
+        capture_content: ContentCapture | str | None = None,
         cardinality_limit: int = DEFAULT_CARDINALITY_LIMIT,
         logger_provider: LoggerProvider | None = None,
         redact_patterns: Iterable[str | re.Pattern[str]] = (),
@@ -184,6 +186,8 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         self.events: EventForm = "log" if form == "log" else "both" if form == "both" else "span"
         self.trace_layout: TraceLayout = "turn" if layout == "turn" else "session"
         self.agent_name = agent_name or "agent"
+        if isinstance(capture_content, str):
+            capture_content = ContentCapture.parse(capture_content, "capture_content")
         self.capture = capture_content if capture_content is not None else capture_from_env()
         self._tracer = trace.get_tracer(
             sc.INSTRUMENTATION_SCOPE,
