@@ -539,7 +539,8 @@ def _attrs(attributes: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def _span_tree(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
-    """Spans in start order: name, parent's name, masked attributes, events."""
+    """Spans in start order: name, parent's name, kind, status (code and description), masked
+    attributes (OpenInference ``metadata`` JSON included), events."""
     names = {s.context.span_id: s.name for s in spans if s.context is not None}
     ordered = sorted(spans, key=lambda s: s.start_time or 0)
     return [
@@ -547,6 +548,7 @@ def _span_tree(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
             s.name,
             names.get(s.parent.span_id) if s.parent is not None else None,
             s.kind.name,
+            (s.status.status_code.name, s.status.description),
             _attrs(s.attributes or {}),
             tuple((e.name, _attrs(e.attributes or {})) for e in s.events),
         )
@@ -603,9 +605,7 @@ async def _check(tracing: _Tracing) -> dict[str, int]:
             points[case.key] = _metric_points(bench.reader)
     for hooks in ("", "5"):
         hs, raw = f"hs{hooks}", f"raw{hooks}"
-        _same("span trees", hs, trees[hs], raw, trees[raw])
-        hs_points = {k: v for k, v in points[hs].items() if not k.startswith("hookscope.telemetry")}
-        _same("metric points", hs, sorted(hs_points.items()), raw, sorted(points[raw].items()))
+        _same_telemetry(hs, trees[hs], points[hs], raw, trees[raw], points[raw])
         ag = f"ag{hooks}"
         expected = ["antigravity.session", f"invoke_agent {AGENT}"]
         for i in range(1, CALLS_PER_SESSION + 1):
@@ -617,6 +617,45 @@ async def _check(tracing: _Tracing) -> dict[str, int]:
         want = list(zip(expected, parents, strict=True))
         assert got == want, f"{ag}: unexpected span tree {got}"
     return spans_per_session
+
+
+async def check_raw_parity(tracing: _Tracing, hooks: int) -> None:
+    """Run one session of OTelHook (with ``hooks`` no-op hooks) and one of the raw OTel case;
+    raise ``AssertionError`` unless they emit the same telemetry (see :func:`_same_telemetry`).
+
+    The raw case is the baseline of the "≤ 0.85x raw OTel" target: a comparison with a raw
+    case that emits less (no ``metadata``, no span status) would flatter hookscope.
+    """
+    hs = hookscope_otel(tracing, hooks)
+    hs_spans = await _one_session(tracing, hs)
+    raw = raw_otel(tracing, hooks)
+    raw_spans = await _one_session(tracing, raw)
+    assert hs.reader is not None
+    assert raw.reader is not None
+    _same_telemetry(
+        "hookscope",
+        _span_tree(hs_spans),
+        _metric_points(hs.reader),
+        "raw",
+        _span_tree(raw_spans),
+        _metric_points(raw.reader),
+    )
+
+
+def _same_telemetry(
+    left: str,
+    left_tree: list[tuple[Any, ...]],
+    left_points: dict[str, Any],
+    right: str,
+    right_tree: list[tuple[Any, ...]],
+    right_points: dict[str, Any],
+) -> None:
+    """Same span trees (names, parents, kinds, statuses, attributes with ids masked, events)
+    and the same metrics (names, units, kinds, attribute sets, counts); hookscope's metrics
+    about its own telemetry (``hookscope.telemetry.*``) are not part of the comparison."""
+    _same("span trees", left, left_tree, right, right_tree)
+    own = {k: v for k, v in left_points.items() if not k.startswith("hookscope.telemetry")}
+    _same("metric points", left, sorted(own.items()), right, sorted(right_points.items()))
 
 
 def _same(what: str, left: str, a: Any, right: str, b: Any) -> None:

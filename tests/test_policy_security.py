@@ -530,3 +530,60 @@ async def test_with_capture_off_no_exported_span_quotes_a_denied_path(
     exported = repr([(s.attributes, [e.attributes for e in s.events]) for s in spans])
     assert secret not in exported
     assert secret not in outcome.message
+
+
+# --- rules written in Claude Code's MCP spelling ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "servers", "call", "bucket"),
+    [
+        ("mcp__calc__add", ["calc"], ToolCall("add", server="calc"), 0),
+        ("mcp__calc", ["calc"], ToolCall("add", server="calc"), 3),
+        ("mcp__Calc__add", [" calc "], ToolCall("add", server="CALC"), 0),
+        # Claude Code writes corp.files as corp_files.
+        ("mcp__corp_files__read", ["corp.files"], ToolCall("read", server="corp.files"), 0),
+        ("mcp__corp_files", ["corp.files"], ToolCall("read", server="corp.files"), 3),
+        # The longest registered reading wins: server "a__b", tool "c".
+        ("mcp__a__b__c", ["a", "a__b"], ToolCall("c", server="a__b"), 0),
+        # A local call named server/tool meets the server's deny, as for 'calc/add'.
+        ("mcp__calc__add", ["calc"], ToolCall("calc/add"), 0),
+    ],
+)
+async def test_a_deny_in_claudes_mcp_spelling_denies_the_servers_call(
+    rule: str, servers: list[str], call: ToolCall, bucket: int
+) -> None:
+    enforcer = policy.enforce([policy.deny(rule), policy.allow_all()], mcp_servers=servers)
+
+    decision = await enforcer.evaluate(call)
+
+    assert (decision.outcome, decision.rule, decision.bucket) == ("denied", f"deny:{rule}", bucket)
+
+
+async def test_an_allow_in_claudes_spelling_allows_only_that_servers_tool() -> None:
+    enforcer = policy.enforce(
+        [policy.deny_all(), policy.allow("mcp__calc__add")], mcp_servers=["calc", "other"]
+    )
+
+    allowed = await enforcer.evaluate(ToolCall("add", server="calc"))
+    elsewhere = await enforcer.evaluate(ToolCall("add", server="other"))
+    local = await enforcer.evaluate(ToolCall("add"))
+
+    assert (allowed.outcome, elsewhere.outcome, local.outcome) == ("allowed", "denied", "denied")
+
+
+@pytest.mark.parametrize(
+    ("rule", "servers", "named"),
+    [
+        ("mcp__nope__add", ["calc"], "'nope'"),
+        ("mcp__nope", ["calc"], "'nope'"),
+        ("mcp__calc__add", [], "'calc'"),
+        ("mcp__calc__", ["calc"], "'calc'"),  # names no tool
+        ("mcp__corp.files__read", ["corp.files"], "'corp.files'"),  # Claude never writes '.'
+    ],
+)
+def test_a_rule_in_claudes_spelling_naming_no_registered_server_is_rejected(
+    rule: str, servers: list[str], named: str
+) -> None:
+    with pytest.raises(ValueError, match=f"MCP server {named}, which is not registered"):
+        policy.enforce([policy.deny(rule)], mcp_servers=servers)

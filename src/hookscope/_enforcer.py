@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Final, Literal, cast, final
 
 from hookscope._index import RuleIndex
@@ -21,6 +22,7 @@ from hookscope._rules import (
     Policy,
     PolicyDecision,
     PolicyError,
+    claude_mcp_target,
     parse_target,
     predicate_input,
     server_name,
@@ -222,8 +224,10 @@ class PolicyEnforcer(Hook):
         #: The registered MCP server names, as given (stripped).
         self.mcp_servers: frozenset[str] = frozenset(map(server_name, mcp_servers or ()))
         registered = {fold_server(server) for server in self.mcp_servers}
-        rules = [_Rule(p, order) for order, p in enumerate(self.policies)]
-        for policy, rule in zip(self.policies, rules, strict=True):
+        # Rules written as Claude Code names MCP tools compile as server/tool (name unchanged).
+        compiled = [_as_hookscope_target(p, self.mcp_servers) for p in self.policies]
+        rules = [_Rule(p, order) for order, p in enumerate(compiled)]
+        for policy, rule in zip(compiled, rules, strict=True):
             if rule.server is None or rule.server in registered:
                 continue
             server = parse_target(policy.tool)[1]
@@ -308,3 +312,9 @@ class PolicyEnforcer(Hook):
 
     def __repr__(self) -> str:
         return f"<PolicyEnforcer {self.name!r}: {len(self.policies)} rules>"
+
+
+def _as_hookscope_target(policy: Policy, servers: Iterable[str]) -> Policy:
+    """``policy`` with a target in Claude's MCP spelling read as ``server/tool``."""
+    target = claude_mcp_target(policy.tool, servers)
+    return policy if target is None else replace(policy, tool=target)

@@ -8,10 +8,12 @@ live in :mod:`hookscope.types`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, final
 
+from hookscope._names import fold_server
 from hookscope.types import Decision, HookscopeError, PolicyDecision, ToolCall
 
 __all__ = [
@@ -25,12 +27,18 @@ __all__ = [
     "PolicyDecision",
     "PolicyError",
     "Predicate",
+    "claude_mcp_target",
     "parse_target",
     "predicate_input",
     "server_name",
 ]
 
 WILDCARD: Final = "*"
+#: How Claude Code names MCP tools: ``mcp__<server>__<tool>``, and ``mcp__<server>`` for every
+#: tool of a server (its permission rules).
+CLAUDE_MCP_PREFIX: Final = "mcp__"
+#: What Claude Code replaces with ``_`` in a server's name when it writes a tool name.
+_CLAUDE_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 
 #: A rule's condition: gets the call's args (or the :class:`ToolCall` when its parameter is
 #: annotated ``ToolCall``), sync or async, and returns whether the rule applies.
@@ -109,6 +117,42 @@ def parse_target(tool: object) -> tuple[int, str | None, str]:
             "'run_*' are not supported (they would match nothing), so list the tools instead"
         )
     return (0, server, name) if slash else (0, None, tool)
+
+
+def claude_mcp_target(tool: str, servers: Iterable[str]) -> str | None:
+    """A rule target in Claude Code's MCP spelling, read as hookscope's; ``None`` for others.
+
+    ``mcp__<server>__<tool>`` is ``server/tool`` and ``mcp__<server>`` is ``server/*``, for a
+    server in ``servers`` (the registered names) as Claude Code writes it: every character but
+    letters, digits, ``_`` and ``-`` becomes ``_`` (``corp.files`` is ``corp_files``),
+    compared case-folded. The longest such server wins (a server may have ``__`` in its name).
+    A rule in this spelling must name a registered server: otherwise it would silently match
+    nothing (a deny that lets the call through).
+
+    Raises:
+        PolicyError: ``tool`` is in Claude's spelling but names no registered server.
+    """
+    if not tool.startswith(CLAUDE_MCP_PREFIX):
+        return None
+    rest = tool[len(CLAUDE_MCP_PREFIX) :]
+    written = {fold_server(_CLAUDE_UNSAFE.sub("_", s)): s for s in servers}
+    known = [
+        (spelled, server)
+        for spelled, server in written.items()
+        if rest[: len(spelled)].casefold() == spelled
+        and (len(rest) == len(spelled) or (rest[len(spelled) : len(spelled) + 2] == "__"))
+        and len(rest) != len(spelled) + 2  # "mcp__calc__" names no tool
+    ]
+    if known:
+        spelled, server = max(known, key=lambda k: len(k[0]))
+        return f"{server}/{rest[len(spelled) + 2 :] or WILDCARD}"
+    named = rest.partition("__")[0] or rest
+    registered = ", ".join(sorted(written.values())) or "none"
+    raise PolicyError(
+        f"{tool!r} is Claude Code's name for a tool of MCP server {named!r}, which is not "
+        f"registered (mcp_servers: {registered}); pass the server in mcp_servers=[...] (Claude "
+        "writes 'corp.files' as 'corp_files'), or write the rule as 'server/tool'"
+    )
 
 
 def server_name(server: object) -> str:

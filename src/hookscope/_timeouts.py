@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Any, Final
 
-from hookscope._events import HookFailure, HookTimeoutError
+from hookscope._fold import HookFailure, HookTimeoutError
 from hookscope._registry import Registration
 from hookscope.context import HookContext
 

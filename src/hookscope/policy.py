@@ -27,17 +27,19 @@ bucket  target                                          decision
 A call no rule matches is allowed (``rule=None``, ``bucket=None``). A condition or ask handler
 that raises, or returns anything but a ``bool``, denies: the policy fails closed.
 
-Names. A call with a ``server`` matches only ``server/tool``, ``server/*`` and ``*`` rules. A
-call without one matches its exact-name rules and ``*`` rules; when its name reads
-``server/tool`` for a server in ``mcp_servers``, it also meets that server's deny and ask_user
-rules (for the tool, and ``server/*``) but never its allow rules: a local tool cannot borrow an
-MCP server's permissions, and on ambiguity the stricter reading wins. Server names are compared
-with surrounding whitespace stripped and case folded (``" GitHub"`` is ``github``). Tool names
-are compared exactly, unless the enforcer is built with ``enforce(..., normalize=True)``: then
-deny and ask_user rules also match names that only *look* the same (Unicode NFKC, invisible
-characters removed, case folded, accents dropped, common confusable letters such as Cyrillic
-"a" mapped, surrounding whitespace stripped); allow rules stay exact. No patterns other than
-``*`` and ``server/*`` exist.
+Names. A call with a ``server`` matches only ``server/tool``, ``server/*`` and ``*`` rules. A call
+without one matches its exact-name rules and ``*`` rules; when its name reads ``server/tool`` for a
+server in ``mcp_servers``, it also meets that server's deny and ask_user rules (for the tool, and
+``server/*``) but never its allow rules: a local tool cannot borrow an MCP server's permissions,
+and on ambiguity the stricter reading wins. Server names are compared with surrounding whitespace
+stripped and case folded (``" GitHub"`` is ``github``). A rule written as Claude Code names MCP
+tools reads as ours: ``mcp__<server>__<tool>`` is ``server/tool`` and ``mcp__<server>`` is
+``server/*`` for a server in ``mcp_servers`` (spelled as Claude writes it: ``corp.files`` is
+``corp_files``); naming no such server, it is refused. Tool names are compared exactly, unless the
+enforcer is built with ``enforce(..., normalize=True)``: then deny and ask_user rules also match
+names that only *look* the same (Unicode NFKC, invisible characters removed, case folded, accents
+dropped, common confusable letters such as Cyrillic "a" mapped, surrounding whitespace stripped);
+allow rules stay exact. No patterns other than ``*`` and ``server/*`` exist.
 
 Denial reasons name rules, argument names and workspaces, never argument values: the model
 supplies those, and a reason reaches span attributes even when content capture is off.

@@ -1,4 +1,4 @@
-"""HookRunner: registration, the one dispatch loop, scopes and observers.
+"""HookRunner: the one dispatch loop, scopes and observers.
 
 Every lifecycle event goes through :meth:`HookRunner.dispatch`. What differs between events —
 when to stop, what a hook's return value means, what a failing hook means — is data: a rule
@@ -9,6 +9,11 @@ Observers (``runner.observe(observer)``) are told of every dispatch, every hook'
 duration, every scope opening and closing, and every run of a command or prompt hook, through
 the runner's one :class:`~hookscope._notify.Notifier`; they cannot change anything. Telemetry
 is one such observer.
+
+The runner is assembled from three parts, each in its own module: registration and observers
+(:mod:`hookscope._registrar`, which swaps the hook table), the dispatch loop (here), and the
+typed ``dispatch_<event>`` coroutines (:mod:`hookscope._dispatch_api`). Settling an ask lives
+in :mod:`hookscope._asks`; every public name is re-exported here.
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import threading
-import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Sequence
 from time import perf_counter
 from typing import Any, Final, Generic, TypeVar, cast, final
 
 from hookscope import _events as rules
+from hookscope._asks import Confirm, ask_text, settle_ask
+from hookscope._dispatch_api import TypedDispatch
 from hookscope._events import (
     GO_ON,
     RULES,
@@ -32,43 +37,16 @@ from hookscope._events import (
     HookFailure,
     HookTimeoutError,
     Rule,
-    freeze_call,
     hook_failed,
 )
-from hookscope._notify import (
-    DispatchObserver,
-    HookRun,
-    Notifier,
-    check_observer,
-    is_observer,
-    verdict_of,
-)
-from hookscope._registry import Registration, Table, not_a_hook, registrations
+from hookscope._notify import DispatchObserver, HookRun, Notifier, verdict_of
+from hookscope._registrar import HookRegistrar
+from hookscope._registry import Registration
 from hookscope._scopes import ScopeError, SessionScope, ToolOutcome, TurnScope, is_awaitable
 from hookscope._timeouts import abandoned_hooks, with_timeout
-from hookscope.context import (
-    HookContext,
-    OperationContext,
-    SessionContext,
-    TurnContext,
-    new_session_id,
-)
-from hookscope.hooks import CategoryHook, Hook, HookEvent
-from hookscope.types import (
-    Answer,
-    ChatResponse,
-    Decision,
-    HookResult,
-    LlmRequest,
-    LlmResponse,
-    PolicyDecision,
-    Question,
-    Recovery,
-    RequestDecision,
-    ResponseDecision,
-    ToolCall,
-    ToolResult,
-)
+from hookscope.context import HookContext, SessionContext, new_session_id
+from hookscope.hooks import HookEvent
+from hookscope.types import HookResult, Question, ToolCall
 
 __all__ = [
     "Confirm",
@@ -142,8 +120,12 @@ class Dispatch(Fold, Generic[R]):
 
 
 @final
-class HookRunner:
+class HookRunner(HookRegistrar, TypedDispatch):
     """Registers hooks and dispatches lifecycle events to them.
+
+    Registration, replacement and observers come from
+    :class:`~hookscope._registrar.HookRegistrar`, the ``dispatch_<event>`` coroutines from
+    :class:`~hookscope._dispatch_api.TypedDispatch`; the one dispatch loop is here.
 
     Args:
         hooks: Hooks to register, in order (see :meth:`register`).
@@ -156,175 +138,7 @@ class HookRunner:
                 outcome = await turn.call_tool(ToolCall("view_file", {"path": p}), view_file)
     """
 
-    __slots__ = ("_entries", "_lock", "_observed", "_table", "notifier")
-
-    def __init__(self, hooks: Iterable[object] = ()) -> None:
-        # Held while a change reads and replaces the table, so changes from several threads
-        # (register() racing a watch()'s reload) never lose one; dispatches never take it.
-        self._lock = threading.Lock()
-        self._entries: tuple[tuple[object, list[tuple[HookEvent, Registration]]], ...] = ()
-        self._observed: tuple[object, ...] = ()  # observers added with observe()
-        self._table = Table.build(())
-        #: The one notifier observers are told through; adapters report through it too.
-        self.notifier = Notifier()
-        for hook in hooks:
-            self.register(hook)
-
-    # --- registration ---
-
-    def register(self, hook: object) -> None:
-        """Register ``hook`` after those already registered.
-
-        Accepted: an instance of a :class:`~hookscope.hooks.Hook` subclass (registered for the
-        methods it overrides), a category hook (``PreToolCallDecideHook`` …), a function
-        decorated with ``@hooks.pre_turn`` and friends, and a :class:`DispatchObserver` (such
-        as ``OTelHook``), which is observed wherever it stands in the list.
-
-        Raises:
-            TypeError: ``hook`` is none of these, a synchronous hook asks for a timeout, or
-                the object has another SDK's lifecycle methods and none of ours.
-            ValueError: an option (``timeout``, ``fail_open``, ``matcher``) is invalid.
-        """
-        self._swap((), (hook,))
-
-    def unregister(self, hook: object) -> None:
-        """Remove ``hook`` (registered or observed); dispatches in flight are not affected.
-
-        Raises:
-            ValueError: ``hook`` is not registered with this runner.
-        """
-        self._swap((hook,), ())
-
-    def replace(
-        self, old: Iterable[object], new: Iterable[object], *, missing_ok: bool = False
-    ) -> None:
-        """Swap the hooks ``old`` for ``new`` in one step, where ``old`` stood.
-
-        A dispatch in flight finishes with the table it started with; the next one sees the
-        new table — never a mix. When ``new`` is invalid nothing changes. Changes from several
-        threads are applied one at a time, none lost.
-
-        Args:
-            old: The hooks to take out.
-            new: The hooks to put in their place.
-            missing_ok: Skip hooks of ``old`` that are no longer registered (unregistered
-                meanwhile) instead of failing; with none left, ``new`` goes last.
-
-        Raises:
-            ValueError: a hook of ``old`` is not registered (unless ``missing_ok``), or a hook
-                of ``new`` is invalid.
-            TypeError: a hook of ``new`` is no hook.
-        """
-        self._swap(tuple(old), tuple(new), missing_ok)
-
-    def _swap(
-        self, old: tuple[object, ...], new: tuple[object, ...], missing_ok: bool = False
-    ) -> None:
-        with self._lock:
-            self._swap_locked(old, new, missing_ok)
-
-    def _swap_locked(
-        self, old: tuple[object, ...], new: tuple[object, ...], missing_ok: bool
-    ) -> None:
-        # Everything is validated before anything changes: a bad hook leaves the table intact.
-        entries = list(self._entries)
-        position = len(entries)
-        for hook in old:
-            index = next((i for i, (h, _) in enumerate(entries) if h is hook), None)
-            if index is None:
-                if missing_ok:
-                    continue
-                raise ValueError(f"{hook!r} is not registered with this runner")
-            del entries[index]
-            position = min(position, index)
-        fresh: list[tuple[object, list[tuple[HookEvent, Registration]]]] = []
-        for hook in new:
-            if any(h is hook for h, _ in (*entries, *fresh)) or any(
-                o is hook for o in self._observed
-            ):
-                raise ValueError(f"{hook!r} is already registered with this runner")
-            pairs = registrations(hook)
-            observes = is_observer(hook)
-            if not pairs and not observes and not isinstance(hook, (Hook, CategoryHook)):
-                raise TypeError(not_a_hook(hook))
-            if observes:
-                check_observer(hook)
-            fresh.append((hook, pairs))
-        entries[position:position] = fresh
-        self._entries = tuple(entries)
-        self._table = Table.build(self._entries)
-        self._notify_observers()
-
-    def _notify_observers(self) -> None:
-        registered = [h for h, _ in self._entries if is_observer(h)]
-        self.notifier = Notifier([*registered, *self._observed])
-
-    @property
-    def hooks(self) -> tuple[object, ...]:
-        """The registered hooks (and observers registered as hooks), in dispatch order."""
-        return self._table.hooks
-
-    def observe(self, observer: object) -> Callable[[], None]:
-        """Tell ``observer`` of every dispatch and scope from now on.
-
-        Args:
-            observer: A :class:`DispatchObserver`, or any object with its three dispatch
-                methods (the scope and hook-run methods are optional).
-
-        Returns:
-            A function that stops the observation; calling it again does nothing.
-
-        Undo between sessions: an observer removed while a scope is open is not told the scope
-        ended.
-
-        Raises:
-            TypeError: ``observer`` lacks a dispatch method.
-            ValueError: ``observer`` is already observed.
-        """
-        with self._lock:
-            if any(o is observer for o in self.notifier.observers):
-                # Twice observed, it would open every scope twice and leave one span unended.
-                raise ValueError(f"{observer!r} is already observed by this runner")
-            check_observer(observer)
-            self._observed = (*self._observed, observer)
-            self._notify_observers()
-
-        def undo() -> None:
-            with self._lock:
-                if any(o is observer for o in self._observed):
-                    self._observed = tuple(o for o in self._observed if o is not observer)
-                    self._notify_observers()
-
-        return undo
-
-    def idle(self, event: HookEvent) -> bool:
-        """Whether dispatching ``event`` now would do nothing: no hook for it, no observer.
-
-        Scopes skip such a dispatch (its coroutine would only return the event's default).
-        A hook whose gate is shut (``LoggingHook`` on a logger that is off) is no hook here.
-        """
-        if self.notifier.active:
-            return False
-        table = self._table
-        if table.gated and not table.holds():
-            table = self._regate(table)
-        return not table.by_event[event]
-
-    def hook_names(self, event: HookEvent) -> tuple[str, ...]:
-        """Names of the hooks registered for ``event``, in dispatch order."""
-        return tuple(r.name for r in self._table.registered[event])
-
-    def _regate(self, seen: Table) -> Table:
-        """The table with every gate as it is now (a stamp of ``seen`` no longer holds)."""
-        with self._lock:
-            table = self._table
-            if table is not seen:  # replaced meanwhile, with the gates as they were then
-                return table
-            if table.reopened():
-                self._table = table = Table.build(self._entries)
-            else:  # the logging configuration changed, not what it says about these hooks
-                table.restamp()
-            return table
+    __slots__ = ()
 
     # --- the dispatch loop ---
 
@@ -547,93 +361,6 @@ class HookRunner:
         reply = next((a for a in answers or () if a.question_id in ("", question.id)), None)
         return settle_ask(context, asked, None if reply is None else reply.text)
 
-    # --- low-level dispatch, one coroutine per event (for adapters) ---
-
-    async def dispatch_on_session_start(self, context: SessionContext) -> None:
-        """Run every ``on_session_start`` hook."""
-        await self._run(rules.INSPECT, "on_session_start", context, None)
-
-    async def dispatch_on_session_end(self, context: SessionContext) -> None:
-        """Run every ``on_session_end`` hook."""
-        await self._run(rules.INSPECT, "on_session_end", context, None)
-
-    async def dispatch_session_start(self, context: SessionContext) -> None:
-        """Deprecated alias of :meth:`dispatch_on_session_start` (removed in 0.3)."""
-        _deprecated("dispatch_session_start", "dispatch_on_session_start")
-        await self.dispatch_on_session_start(context)
-
-    async def dispatch_session_end(self, context: SessionContext) -> None:
-        """Deprecated alias of :meth:`dispatch_on_session_end` (removed in 0.3)."""
-        _deprecated("dispatch_session_end", "dispatch_on_session_end")
-        await self.dispatch_on_session_end(context)
-
-    async def dispatch_pre_turn(self, context: TurnContext, prompt: Any) -> HookResult:
-        """Run ``pre_turn`` hooks until one denies; return the deciding result."""
-        return (await self._run(rules.PRE_TURN, "pre_turn", context, prompt)).result
-
-    async def dispatch_post_turn(
-        self, context: TurnContext, response: ChatResponse
-    ) -> HookResult | None:
-        """Run every ``post_turn`` hook; a :meth:`HookResult.continue_with` result when one
-        asked the agent to go on."""
-        return (await self._run(rules.POST_TURN, "post_turn", context, response)).result
-
-    async def dispatch_pre_llm_request(
-        self, context: TurnContext, request: LlmRequest
-    ) -> RequestDecision:
-        """Run ``pre_llm_request`` hooks, chaining modifications, until one blocks."""
-        return (await self._run(rules.PRE_LLM_REQUEST, "pre_llm_request", context, request)).result
-
-    async def dispatch_on_llm_response(
-        self, context: TurnContext, response: LlmResponse
-    ) -> ResponseDecision:
-        """Run ``on_llm_response`` hooks until one does not accept."""
-        return (await self._run(rules.ON_LLM_RESPONSE, "on_llm_response", context, response)).result
-
-    async def dispatch_pre_tool_call(
-        self, context: OperationContext, call: ToolCall
-    ) -> tuple[HookResult, ToolCall]:
-        """Run ``pre_tool_call`` hooks until one denies, merging ``modified_args`` in order.
-
-        A pending :meth:`HookResult.ask` is settled with the ``on_interaction`` hooks before
-        this returns.
-
-        Returns:
-            The deciding result and the effective call (read-only arguments, with every
-            merged modification).
-        """
-        frozen = freeze_call(call)
-        dispatched = await self._run(rules.PRE_TOOL_CALL, "pre_tool_call", context, frozen)
-        return dispatched.result, dispatched.data
-
-    async def dispatch_post_tool_call(
-        self, context: OperationContext, result: ToolResult
-    ) -> HookResult | None:
-        """Run every ``post_tool_call`` hook; a denial carries feedback for the model."""
-        return (await self._run(rules.POST_TOOL_CALL, "post_tool_call", context, result)).result
-
-    async def dispatch_on_tool_error(
-        self, context: OperationContext, error: Exception
-    ) -> Recovery | None:
-        """Run ``on_tool_error`` hooks until one returns a :class:`Recovery`."""
-        return (await self._run(rules.ON_TOOL_ERROR, "on_tool_error", context, error)).result
-
-    async def dispatch_on_interaction(
-        self, context: OperationContext, questions: Sequence[Question]
-    ) -> Sequence[Answer] | None:
-        """Run ``on_interaction`` hooks until one answers (a list of :class:`Answer`)."""
-        return (await self._run(rules.ON_INTERACTION, "on_interaction", context, questions)).result
-
-    async def dispatch_pre_compaction(
-        self, context: TurnContext, messages: Sequence[Any]
-    ) -> str | None:
-        """Run ``pre_compaction`` hooks until one supplies a summary."""
-        return (await self._run(rules.PRE_COMPACTION, "pre_compaction", context, messages)).result
-
-    async def dispatch_on_compaction(self, context: TurnContext, summary: str) -> None:
-        """Run every ``on_compaction`` hook."""
-        await self._run(rules.INSPECT, "on_compaction", context, summary)
-
     # --- scopes ---
 
     def session(
@@ -649,48 +376,3 @@ class HookRunner:
         """
         context = SessionContext(session_id or new_session_id(), agent_name, provider)
         return SessionScope(self, context)
-
-
-#: Settles a pending ask: ``(context, asked) -> the final HookResult`` (see :func:`settle_ask`).
-Confirm = Callable[[HookContext, HookResult], Awaitable[HookResult]]
-
-
-def ask_text(context: HookContext, asked: HookResult) -> str:
-    """The question a pending ask puts to the user."""
-    call = context.call if isinstance(context, OperationContext) else None
-    return asked.message or (
-        f"allow the call to {call.name!r}?" if call is not None else "allow this call?"
-    )
-
-
-def settle_ask(context: HookContext, asked: HookResult, answer: str | None) -> HookResult:
-    """The verdict a pending ask becomes once answered.
-
-    Only the answer ``"allow"`` lets the call run; no answer (``None``) or another answer
-    denies (fail closed). The policy decision records that the user was asked and what they
-    said.
-    """
-    approved = answer == "allow"
-    policy = asked.decision
-    reason = asked.message or ask_text(context, asked)
-    decision = PolicyDecision(
-        decision=Decision.ASK_USER,
-        outcome="allowed" if approved else "denied",
-        rule=policy.rule if policy is not None else None,
-        bucket=policy.bucket if policy is not None else None,
-        reason=reason,
-        asked_user=True,
-        user_approved=None if answer is None else approved,
-    )
-    if approved:
-        return HookResult(
-            allow=True, message=reason, modified_args=asked.modified_args, decision=decision
-        )
-    why = "the user did not confirm" if answer is None else f"the user answered {answer!r}"
-    return HookResult(allow=False, message=f"{reason} ({why})", decision=decision)
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(
-        f"HookRunner.{old} is deprecated; use HookRunner.{new}", DeprecationWarning, stacklevel=3
-    )

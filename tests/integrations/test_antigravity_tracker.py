@@ -152,6 +152,30 @@ def test_a_denial_step_claims_the_call_python_saw_denied(recorder: Recorder) -> 
     assert (op, new) == (denied, False)
 
 
+def test_a_denial_step_never_claims_a_call_python_is_still_deciding(recorder: Recorder) -> None:
+    # Concurrent calls: the harness waits for an ask handler on view_file while its static
+    # rule denies delete_file, a sibling Python never heard of. The denial step is the
+    # sibling's; taking view_file's call would deny it and open a phantom for its real step.
+    tracker = tracker_with(recorder)
+    session = tracker.open_session("s")
+    asked = tracker.op_for_request(session, "t", ToolCall("view_file", {"p": "a"}, id="call_1"))
+    asked.evaluating += 1  # as the policy and pre-tool wrappers do while Python decides
+
+    op, new = tracker.op_for_denial_step(
+        session, ("t", 6), "no-deletes", lambda: ToolCall("delete_file")
+    )
+
+    assert new
+    assert op is not asked
+    assert op.call.name == "delete_file"
+    assert (asked.decided, asked.step_key) == (False, None)
+    # Its evaluation over without a verdict (a `when` rule that did not match), the call is
+    # one a static rule may deny afterwards: a denial step then names it.
+    asked.evaluating -= 1
+    later, new = tracker.op_for_denial_step(session, ("t", 7), "x", lambda: ToolCall("_unknown"))
+    assert (later, new) == (asked, False)
+
+
 def test_a_denial_step_with_no_call_seen_is_a_new_call(recorder: Recorder) -> None:
     tracker = tracker_with(recorder)
     session = tracker.open_session("s")

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from hookscope import HookRunner, ToolCall
 from hookscope.context import OperationContext
@@ -223,3 +225,108 @@ async def test_run_now_completes_hooks_that_do_not_suspend_and_refuses_ones_that
     assert run_now(plain()) == "done"
     with pytest.raises(ScopeError, match="make the tool or method async"):
         run_now(asyncio.sleep(0.01))
+
+
+def test_adapters_use_the_kits_run_now_and_wrap_keeps_no_private_alias() -> None:
+    import hookscope.integrations.wrap as wrap
+
+    # One name for one helper: adapters import run_now from the kit, not wrap's private alias.
+    assert not hasattr(wrap, "_run_now")
+    for module in ("runs", "tools"):
+        source = (Path(wrap.__file__).parent / "langgraph" / f"{module}.py").read_text()
+        assert "_run_now" not in source
+
+
+class _Moved(KitInstrumentor):
+    """An instrumentor whose SDK's modules moved: ``targets()`` cannot import them."""
+
+    sdk = "moved-sdk"
+    instruments = ("moved-sdk >= 1",)
+
+    def targets(self, governor: Governor) -> list[Target]:
+        raise ImportError("No module named 'moved_sdk.agents'")
+
+
+@pytest.mark.parametrize(
+    ("config", "runner", "level", "says"),
+    [
+        (None, False, logging.WARNING, "run untraced"),
+        ("hooks.toml", False, logging.ERROR, "run UNGOVERNED"),
+        (None, True, logging.ERROR, "run UNGOVERNED"),
+    ],
+    ids=["tracing-only", "HOOKSCOPE_CONFIG", "runner"],
+)
+def test_an_sdk_whose_modules_moved_is_an_error_when_governance_was_asked_for(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    config: str | None,
+    runner: bool,
+    level: int,
+    says: str,
+) -> None:
+    if config is None:
+        monkeypatch.delenv("HOOKSCOPE_CONFIG", raising=False)
+    else:
+        (tmp_path / config).write_text("")
+        monkeypatch.setenv("HOOKSCOPE_CONFIG", str(tmp_path / config))
+    instrumentor = _Moved()
+    with caplog.at_level(logging.WARNING, logger="hookscope.integrations"):
+        instrumentor.instrument(
+            runner=HookRunner([enforce([deny("rm")])]) if runner else None, skip_dep_check=True
+        )
+    try:
+        assert instrumentor.governor is None  # nothing was wrapped
+        [record] = [r for r in caplog.records if "cannot instrument" in r.getMessage()]
+        assert record.levelno == level
+        message = record.getMessage()
+        assert "moved-sdk (expected moved-sdk >= 1)" in message
+        assert says in message
+        if level == logging.ERROR:
+            assert "Install a supported moved-sdk version or upgrade hookscope" in message
+    finally:
+        instrumentor.uninstrument()
+
+
+async def test_a_session_in_flight_at_uninstrument_stays_traced_until_it_ends(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    instrumentor = _Nothing()
+    instrumentor.instrument(tracer_provider=tracer_provider, runner=None)
+    governor = instrumentor.governor
+    assert governor is not None
+    runner = governor.runner
+    session = await governor.open_session(session_id="in-flight")
+    turn = await session.start_turn("hello")
+
+    instrumentor.uninstrument()
+    # Still governed and traced: the OTelHook the instrumentor added stays until it ends.
+    assert [type(o).__name__ for o in runner.notifier.observers] == ["OTelHook"]
+    await turn.end()
+    await session.end()
+
+    spans = span_exporter.get_finished_spans()
+    assert sorted((s.name, dict(s.attributes or {}).get("session.id")) for s in spans) == [
+        ("invoke_agent agent", "in-flight"),
+        ("session agent", "in-flight"),
+    ]
+    assert runner.notifier.observers == ()  # removed once the last session ended
+
+
+async def test_instrumenting_again_with_the_same_runner_keeps_its_otel_hook(
+    tracer_provider: TracerProvider,
+) -> None:
+    runner = HookRunner()
+    first = _Nothing()
+    first.instrument(tracer_provider=tracer_provider, runner=runner)
+    assert first.governor is not None
+    session = await first.governor.open_session()
+    first.uninstrument()
+    second = _Nothing()
+    second.instrument(tracer_provider=tracer_provider, runner=runner)
+    try:
+        await session.end()  # the first instrumentation's last session: its hook serves on
+        assert [type(o).__name__ for o in runner.notifier.observers] == ["OTelHook"]
+    finally:
+        second.uninstrument()
+    assert runner.notifier.observers == ()

@@ -43,10 +43,6 @@ _CURRENT_TURN: Final[ContextVar[tuple[HookRunner, TurnScope] | None]] = ContextV
     "hookscope_current_turn", default=None
 )
 _AGENT_METHODS: Final = ("chat", "run")
-# The kit's (:mod:`hookscope.integrations._kit.calls`), under the names adapters import here.
-_run_now = run_now
-_call_args = call_args
-_invoker = invoker
 
 
 class ToolCallDenied(HookscopeError, PermissionError):
@@ -122,8 +118,8 @@ def wrap_tool(fn: F, runner_or_turn: HookRunner | TurnScope, *, name: str | None
         tool = name or str(getattr(wrapped, "__name__", None) or type(wrapped).__name__)
         turn = _turn_for(runner_or_turn, tool)
         signature = inspect.signature(wrapped)
-        call = ToolCall(tool, _call_args(signature, args, kwargs))
-        return turn, call, _invoker(wrapped, signature)
+        call = ToolCall(tool, call_args(signature, args, kwargs))
+        return turn, call, invoker(wrapped, signature)
 
     if is_async:
 
@@ -135,7 +131,7 @@ def wrap_tool(fn: F, runner_or_turn: HookRunner | TurnScope, *, name: str | None
 
     def call_sync(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         turn, call, invoke = prepare(wrapped, args, kwargs)
-        return _result(_run_now(turn.call_tool(call, invoke)))
+        return _result(run_now(turn.call_tool(call, invoke)))
 
     return cast(F, wrapt.FunctionWrapper(fn, call_sync))
 
@@ -229,7 +225,7 @@ class _AgentProxy(wrapt.ObjectProxy[Any]):
         return self._self_lifecycle(_BoundCall(wrapped, args, kwargs), True)
 
     def _self_call_sync(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        return _run_now(self._self_lifecycle(_BoundCall(wrapped, args, kwargs), False))
+        return run_now(self._self_lifecycle(_BoundCall(wrapped, args, kwargs), False))
 
 
 @final

@@ -43,7 +43,7 @@ class Governor:
             hookless runner would trace and enforce nothing: a silent fail-open).
     """
 
-    __slots__ = ("__weakref__", "_open", "agent_name", "guard", "provider", "runner")
+    __slots__ = ("__weakref__", "_idle", "_open", "agent_name", "guard", "provider", "runner")
 
     def __init__(
         self,
@@ -63,6 +63,8 @@ class Governor:
         self.provider = provider
         self.guard = Guard(sdk)
         self._open: weakref.WeakSet[Session] = weakref.WeakSet()
+        #: Run once no session is open (:meth:`when_idle`).
+        self._idle: list[Callable[[], None]] = []
 
     async def open_session(
         self,
@@ -96,7 +98,7 @@ class Governor:
         context.conversation_id = sdk_id
         if nest:
             context.set(NEST_SESSION_KEY, True)
-        session = Session(self.runner, context, parent)
+        session = Session(self.runner, context, parent, self._session_ended)
         self._open.add(session)
         try:
             with session.scope.current():
@@ -110,6 +112,25 @@ class Governor:
     def sessions(self) -> tuple[Session, ...]:
         """The sessions open now."""
         return tuple(s for s in self._open if not s.ended)
+
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once no session is open: now, or when the last one ends.
+
+        ``uninstrument()`` removes the ``OTelHook`` it added this way, so sessions already
+        running stay traced (and governed) until they end, as a span started before an
+        OpenTelemetry instrumentor was removed still ends.
+        """
+        if self.sessions:
+            self._idle.append(callback)
+        else:
+            callback()
+
+    def _session_ended(self, session: Session) -> None:
+        self._open.discard(session)
+        if self._idle and not self.sessions:
+            callbacks, self._idle = self._idle, []
+            for callback in callbacks:
+                self.guard.observe(callback)()
 
     async def close_all(self, error: BaseException | None = None) -> None:
         """End every open session (at interpreter or test end; ``uninstrument`` does not)."""

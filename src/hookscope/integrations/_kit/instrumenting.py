@@ -7,7 +7,9 @@ arguments). The base resolves the runner (``runner=``, else the hooks of ``HOOKS
 else none; a config file that cannot be loaded governs too: it denies everything), adds an
 ``OTelHook`` built from the providers when the runner has none, wraps each target on its own
 (one the installed SDK lacks costs only itself), unwraps all on ``uninstrument()`` and never
-wraps twice. Sessions already running stay governed until they end.
+wraps twice. Sessions already running stay governed and traced until they end: the
+``OTelHook`` the base added is removed once the last of them has ended, so their spans end as
+OpenTelemetry users expect of spans started before an instrumentor was removed.
 """
 
 from __future__ import annotations
@@ -238,12 +240,7 @@ class KitInstrumentor(BaseInstrumentor):
         try:
             targets = list(self.targets(governor))
         except ImportError:  # an SDK whose modules moved: instrument nothing, break nothing
-            logger.warning(
-                "hookscope cannot instrument this %s (expected %s); its agents run ungoverned",
-                self.sdk,
-                ", ".join(self.instruments),
-                exc_info=True,
-            )
+            self._cannot_instrument(kwargs.get("runner") is not None)
             undo()
             return
         for module, name, wrapper in targets:
@@ -265,6 +262,34 @@ class KitInstrumentor(BaseInstrumentor):
         self._wrapped = tuple(wrapped)
         self._undo = undo
 
+    def _cannot_instrument(self, runner_given: bool) -> None:
+        """Say that this SDK's modules are not where this instrumentation expects them.
+
+        Raising would not stop the agents (``opentelemetry-instrument`` logs it and goes on),
+        so they run ungoverned: when hooks or a policy were asked for (``runner=`` or
+        ``HOOKSCOPE_CONFIG``) that is an error naming what to do, else a warning (only
+        tracing is lost).
+        """
+        expected = ", ".join(self.instruments) or "a supported version"
+        governed = runner_given or bool(os.environ.get(CONFIG_ENV, "").strip())
+        if not governed:
+            logger.warning(
+                "hookscope cannot instrument this %s (expected %s); its agents run untraced",
+                self.sdk,
+                expected,
+                exc_info=True,
+            )
+            return
+        logger.error(
+            "hookscope cannot instrument this %s (expected %s), so its agents run UNGOVERNED: "
+            "no hook or policy checks their turns and tool calls. Install a supported %s "
+            "version or upgrade hookscope.",
+            self.sdk,
+            expected,
+            self.sdk,
+            exc_info=True,
+        )
+
     def _uninstrument(self, **kwargs: Any) -> None:
         for module_name, qualified in reversed(self._wrapped):
             owner_name, _, attribute = qualified.rpartition(".")
@@ -273,6 +298,20 @@ class KitInstrumentor(BaseInstrumentor):
                 owner = getattr(owner, part)
             unwrap(owner, attribute)
         self._wrapped = ()
-        self.governor = None
+        governor, self.governor = self.governor, None
         undo, self._undo = self._undo, _nothing
-        undo()
+        if governor is None:
+            undo()
+            return
+        runner = governor.runner
+
+        def release() -> None:
+            current = self.governor
+            if current is not None and current.runner is runner and self._undo is _nothing:
+                self._undo = undo  # instrumented again with this runner: its OTelHook serves on
+            else:
+                undo()
+
+        # Sessions in flight keep their OTelHook until they end (their spans end, as spans
+        # started before an OpenTelemetry instrumentor was removed do); new ones are not seen.
+        governor.when_idle(release)

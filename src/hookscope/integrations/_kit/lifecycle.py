@@ -54,14 +54,22 @@ class Session:
     <hookscope.integrations._kit.govern.Governor.open_session>`.
     """
 
-    __slots__ = ("__weakref__", "context", "ended", "runner", "scope", "turn")
+    __slots__ = ("__weakref__", "_on_end", "context", "ended", "runner", "scope", "turn")
 
-    def __init__(self, runner: HookRunner, context: SessionContext, parent: Context | None) -> None:
+    def __init__(
+        self,
+        runner: HookRunner,
+        context: SessionContext,
+        parent: Context | None,
+        on_end: Callable[[Session], None] | None = None,
+    ) -> None:
         self.runner = runner
         self.context = context
         self.scope = DetachedScope(context, runner.notifier, parent)
         self.turn: Turn | None = None
         self.ended = False
+        #: Told once the session's span has ended (the governor's bookkeeping).
+        self._on_end = on_end
 
     @property
     def session_id(self) -> str:
@@ -101,6 +109,8 @@ class Session:
                 await self.runner.dispatch_on_session_end(context)
         finally:
             self.scope.end(self.runner.notifier, error)
+            if self._on_end is not None:
+                self._on_end(self)
 
 
 @final

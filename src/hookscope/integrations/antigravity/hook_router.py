@@ -169,8 +169,10 @@ def _pre_tool(tracker: Tracker, session: SessionState, request: Any) -> Begun | 
     if op.decided:
         return None
     report = op.decision_report
+    op.evaluating += 1
 
     def end(response: Any, error: BaseException | None) -> None:
+        op.evaluating -= 1
         if error is not None:
             return
         denial, modified = sdk.pre_tool_verdict(response)

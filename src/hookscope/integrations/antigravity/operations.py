@@ -21,9 +21,11 @@ a different part of its identity:
    opened, and a step update binds its step key to an operation a request opened), preferring
    one whose argument values the report's arguments contain;
 4. a denial step with no tool binds to the oldest operation of its trajectory that Python
-   already saw denied and that no step has claimed yet, else to the oldest one still awaiting
-   its verdict (a hook or ``when`` rule let it through before a static rule denied it); only
-   when there is none is it a call the harness denied before Python heard of it.
+   already saw denied and that no step has claimed yet, else to the oldest one Python let
+   through without a verdict (a hook or ``when`` rule passed it before a static rule denied
+   it), never one whose evaluation is still running (the harness is waiting for that answer,
+   so the denial is about a sibling call); only when there is none is it a call the harness
+   denied before Python heard of it.
 
 A closed operation stays findable by its call id and step key for :data:`LINGER_S` seconds
 (at most :data:`MAX_CLOSED` per session), so a callback that arrives after the operation's
@@ -185,9 +187,9 @@ class OpIndex:
         """The call of ``trajectory`` a denial step is about, when Python has seen it.
 
         The oldest call Python saw denied with the step's ``message``, else with any message,
-        that no step claimed yet; else the oldest call still awaiting its verdict with no step
-        (an SDK hook or a ``when`` rule let it through, then a static rule the harness checks
-        afterwards denied it).
+        that no step claimed yet; else the oldest call with no step and no verdict whose
+        evaluation in Python is over (an SDK hook or a ``when`` rule let it through, then a
+        static rule the harness checks afterwards denied it).
         """
         stepless = [
             op
@@ -198,7 +200,10 @@ class OpIndex:
         ]
         denied = [op for op in stepless if op.denied]
         same = [op for op in denied if op.denial_message == message]
-        undecided = [op for op in stepless if not op.decided]
+        # Not a call Python is still deciding: the harness awaits that answer, so its denial
+        # step is about another call (concurrent calls: an ask pending while a static rule
+        # denies a sibling the harness never asked Python about).
+        undecided = [op for op in stepless if not op.decided and not op.evaluating]
         for found in (same, denied, undecided):
             if found:
                 return found[0]

@@ -56,6 +56,7 @@ class ReportedOp:
         "call",
         "decision_report",
         "denial_message",
+        "evaluating",
         "pending_allow",
         "phase",
         "result_report",
@@ -90,6 +91,10 @@ class ReportedOp:
         self.unrecovered_error: BaseException | None = None
         #: The denial's message, to match the harness's denial step by.
         self.denial_message = ""
+        #: How many of Python's evaluations of the call (a ``when`` rule, an ask handler, the
+        #: SDK's pre-tool hooks) are still running: the harness awaits their answer, so no
+        #: denial step it sends meanwhile can be about this call.
+        self.evaluating = 0
         self.step_key: StepKey | None = None
         #: Whether the harness reported the call's step done (its hooks may still report).
         self.step_done = False

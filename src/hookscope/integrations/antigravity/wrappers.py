@@ -417,8 +417,12 @@ class Adapter:
         rule_id = str(args[0] if args else kwargs.get("rule_id", ""))
         policy = session.probe.dynamic_policies.get(rule_id)
         started = perf_counter()
-        with op.scope.current():  # predicates and ask-user handlers run under the call's span
-            outcome = await wrapped(*args, **kwargs)
+        op.evaluating += 1
+        try:
+            with op.scope.current():  # predicates and ask-user handlers run under its span
+                outcome = await wrapped(*args, **kwargs)
+        finally:
+            op.evaluating -= 1
         self.guard(self._policy_decided, op, policy, outcome, perf_counter() - started)
         return outcome
 
