@@ -112,6 +112,8 @@ def governed_script(tag: str) -> dict[str, list[Any]]:
 
 async def run_governed(claude: ClaudeEnv, base: Path, tag: str) -> tuple[Any, Recording]:
     claude.server.resolver.script.update(governed_script(tag))
+    # What the denied calls would destroy or create, so the test can see they never ran.
+    (base / tag / "important").mkdir(parents=True)
     with recording() as rec:
         options = govern(claude.options(base / tag), governed_runner(rec), agent_name="coder")
         seen = await converse(options, [f"[{tag}] turn {t}: go" for t in "ABCD"])
@@ -185,6 +187,8 @@ async def test_a_governed_multi_turn_session_three_times(claude: ClaudeEnv, tmp_
         assert seen.errors == [False] * 4
         assert seen.results[0] == f"A: modified-{tag}"  # the hook's arguments reached Bash
         assert seen.results[1] == "B: writing files is off today"
+        assert (tmp_path / tag / "important").is_dir()  # the denied rm -rf never ran
+        assert not (tmp_path / tag / "x.txt").exists()  # nor did the denied Write
         denial = next(
             r for r in claude.server.requests if r.prompt_key == f"[{tag}] turn B" and r.step == 1
         )
