@@ -32,6 +32,7 @@ from tests.support.claude_cli import (
     tree,
     turn,
 )
+from tests.support.zero_code import console_spans, run_instrumented
 
 pytestmark = pytest.mark.e2e
 
@@ -212,29 +213,9 @@ async def test_the_instrumentor_governs_new_clients_and_uninstrument_restores_th
     )
 
 
-def console_spans(output: str) -> list[dict[str, Any]]:
-    """The spans the console exporter printed (JSON objects), in print order."""
-    import json
-
-    decoder = json.JSONDecoder()
-    spans, index = [], 0
-    while (start := output.find("{", index)) != -1:
-        try:
-            value, index = decoder.raw_decode(output, start)
-        except json.JSONDecodeError:
-            index = start + 1
-            continue
-        if isinstance(value, dict) and "context" in value and "name" in value:
-            spans.append(value)
-    return spans
-
-
 async def test_zero_code_hookscope_config_governs_an_unchanged_app(
     claude: ClaudeEnv, tmp_path: Path
 ) -> None:
-    import os
-    import sys
-
     claude.server.resolver.script.update(
         {
             "[zero] one": [
@@ -258,35 +239,18 @@ async def test_zero_code_hookscope_config_governs_an_unchanged_app(
     )
     (tmp_path / "work").mkdir()
     env = {
-        **os.environ,
         "HOOKSCOPE_CONFIG": str(config),
         "SCRIPTED_MODEL_URL": claude.server.base_url,
         "APP_HOME": str(claude.home),
         "APP_WORKDIR": str(tmp_path / "work"),
         "OTEL_SERVICE_NAME": "claude-zero-code",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "PYTHONWARNINGS": "ignore",
         # OpenInference's instrumentor (installed for the comparison) has this entry point
         # name; hookscope's is hookscope_claude_agent_sdk.
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "claude_agent_sdk",
     }
-    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
-    process = await asyncio.create_subprocess_exec(
-        str(instrument),
-        sys.executable,
-        "-m",
-        "tests.support.claude_app",
-        cwd=str(Path(__file__).parents[2]),
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    stdout, stderr = out.decode(), err.decode()
-    assert process.returncode == 0, stderr[-3000:]
+    finished = await run_instrumented("tests.support.claude_app", env=env)
+    stdout, stderr = finished.stdout, finished.stderr
+    assert finished.returncode == 0, stderr[-3000:]
     assert "answer: one: zero-one" in stdout
     assert "no rm from the config" in stdout
     spans = console_spans(stdout)
