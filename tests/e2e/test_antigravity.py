@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +29,7 @@ from hookscope.integrations.antigravity import hooks as hookscope_hooks
 from hookscope.testing import metric_points, span_tree
 from tests.otel_helpers import attrs
 from tests.support.openai_server import Call, Reply, ScriptedOpenAIServer
+from tests.support.zero_code import console_spans, run_instrumented
 
 pytestmark = pytest.mark.e2e
 
@@ -1295,21 +1294,6 @@ async def test_unrecovered_failures_end_their_spans_in_error_on_every_turn(
 # --- zero code: opentelemetry-instrument -------------------------------------------------------
 
 
-def console_spans(output: str) -> list[dict[str, Any]]:
-    """The spans the console exporter printed (JSON objects), in print order."""
-    decoder = json.JSONDecoder()
-    spans, index = [], 0
-    while (start := output.find("{", index)) != -1:
-        try:
-            value, index = decoder.raw_decode(output, start)
-        except json.JSONDecodeError:
-            index = start + 1
-            continue
-        if isinstance(value, dict) and "context" in value and "name" in value:
-            spans.append(value)
-    return spans
-
-
 async def test_zero_code_path_records_one_span_per_call_in_every_turn(
     model: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
@@ -1324,32 +1308,16 @@ async def test_zero_code_path_records_one_span_per_call_in_every_turn(
         Reply(text="Not deleting."),
     ]
     env = {
-        **os.environ,
         "SCRIPTED_MODEL_URL": model.base_url,
         "APP_WORKDIR": str(tmp_path),
         "OTEL_SERVICE_NAME": "zero-code-app",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "PYTHONWARNINGS": "ignore",
     }
-    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
-    repository = Path(__file__).parents[2]
-    process = await asyncio.create_subprocess_exec(
-        str(instrument),
-        sys.executable,
-        "-m",
-        "tests.support.antigravity_app",
-        cwd=str(repository),
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
+    finished = await run_instrumented(
+        "tests.support.antigravity_app", env=env, timeout=SESSION_DEADLINE_S
     )
-    out, err = await asyncio.wait_for(process.communicate(), SESSION_DEADLINE_S)
-    stdout, stderr = out.decode(), err.decode()
+    stdout, stderr = finished.stdout, finished.stderr
 
-    assert process.returncode == 0, stderr[-3000:]
+    assert finished.returncode == 0, stderr[-3000:]
     assert "Failed to auto initialize" not in stderr
     assert stdout.count("answer:") == 3
     spans = console_spans(stdout)

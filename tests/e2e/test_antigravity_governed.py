@@ -10,8 +10,6 @@ at once. Span trees and metric totals are compared whole with what hookscope pro
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,7 +32,6 @@ from tests.e2e.test_antigravity import (
     SESSION_DEADLINE_S,
     agent_config,
     chat,
-    console_spans,
     counters,
     mcp_config,
     model,
@@ -45,6 +42,7 @@ from tests.e2e.test_antigravity import (
 )
 from tests.otel_helpers import attrs
 from tests.support.openai_server import Call, Reply, ScriptedOpenAIServer
+from tests.support.zero_code import console_spans, run_instrumented
 
 pytestmark = pytest.mark.e2e
 __all__ = ["model"]  # the scripted model fixture, shared with the observed-only tests
@@ -604,33 +602,17 @@ async def test_zero_code_governs_with_the_hooks_of_hookscope_config(
     config = tmp_path / "hookscope.toml"
     config.write_text(HOOK_FILE.format())
     env = {
-        **os.environ,
         "HOOKSCOPE_CONFIG": str(config),
         "SCRIPTED_MODEL_URL": model.base_url,
         "APP_WORKDIR": str(tmp_path),
         "OTEL_SERVICE_NAME": "zero-code-app",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "PYTHONWARNINGS": "ignore",
     }
-    instrument = Path(sys.executable).parent / "opentelemetry-instrument"
-    repository = Path(__file__).parents[2]
-    process = await asyncio.create_subprocess_exec(
-        str(instrument),
-        sys.executable,
-        "-m",
-        "tests.support.antigravity_app",
-        cwd=str(repository),
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
+    finished = await run_instrumented(
+        "tests.support.antigravity_app", env=env, timeout=SESSION_DEADLINE_S
     )
-    out, err = await asyncio.wait_for(process.communicate(), SESSION_DEADLINE_S)
-    stdout, stderr = out.decode(), err.decode()
+    stdout, stderr = finished.stdout, finished.stderr
 
-    assert process.returncode == 0, stderr[-3000:]
+    assert finished.returncode == 0, stderr[-3000:]
     assert stdout.count("answer:") == 3
     tools = sorted(
         (
