@@ -217,9 +217,7 @@ class _StubTracerProvider(trace.TracerProvider):
 
 def _stubbed(tracing: _Tracing) -> _Tracing:
     """``tracing`` with its span provider replaced by the stub (same exporter, never called)."""
-    return _Tracing(
-        cast(TracerProvider, _StubTracerProvider()), tracing.exporter, tracing.sampled
-    )
+    return _Tracing(cast(TracerProvider, _StubTracerProvider()), tracing.exporter, tracing.sampled)
 
 
 # --- the cases ----------------------------------------------------------------------------
