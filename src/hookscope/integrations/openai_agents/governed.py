@@ -11,8 +11,8 @@ handoff targets are governed the same way, recursively.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import atexit
+import contextlib
 import dataclasses
 import logging
 import weakref
