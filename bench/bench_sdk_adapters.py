@@ -34,9 +34,11 @@ import gc
 import pstats
 import statistics
 import sys
-from collections.abc import Sequence
+import sysconfig
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from time import process_time
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -186,17 +188,58 @@ AREAS = (
     ("runner, policy, core", "/hookscope/"),
     ("OpenInference", "/openinference/"),
     # pydantic-ai's own instrumentation, which OpenInference's span processor builds on
-    ("OpenInference", "/pydantic_ai/capabilities/instrumentation.py"),
-    ("OpenInference", "/pydantic_ai/models/instrumented.py"),
-    ("OpenInference", "/pydantic_ai/_instrumentation.py"),
-    ("OpenInference", "/pydantic_ai/_otel_messages.py"),
+    ("pydantic-ai instrumentation", "/pydantic_ai/capabilities/instrumentation.py"),
+    ("pydantic-ai instrumentation", "/pydantic_ai/models/instrumented.py"),
+    ("pydantic-ai instrumentation", "/pydantic_ai/_instrumentation.py"),
+    ("pydantic-ai instrumentation", "/pydantic_ai/_otel_messages.py"),
+    # what pydantic-ai does for every capability of a run (a copy of the run context per hook)
+    ("pydantic-ai capability dispatch", "/pydantic_ai/capabilities/"),
     ("OpenTelemetry SDK", "/opentelemetry/"),
 )
 OTHER = "the SDK, asyncio, the rest"
+#: The standard library's own files; its helpers' time is counted in their callers' areas.
+STDLIB = sysconfig.get_paths()["stdlib"]
+#: Standard-library code that is the event loop and threads, not a helper of its caller.
+RUNTIME = ("/asyncio/", "/concurrent/", "selectors.py", "threading.py", "queue.py")
+
+Function = tuple[str, int, str]
 
 
 def _area(path: str) -> str:
     return next((name for name, fragment in AREAS if fragment in path), OTHER)
+
+
+def _helper(path: str) -> bool:
+    """A builtin or a standard-library helper (copy, dataclasses, abc …), not the event loop."""
+    if path == "~" or path.startswith("<frozen"):
+        return True
+    return path.startswith(STDLIB) and not any(part in path for part in RUNTIME)
+
+
+def _areas_of(stats: Any) -> Callable[[Function], dict[str, float]]:
+    """Each function's areas, as shares: a helper's are its callers', by the time they spent
+    in it (``copy.copy`` called by pydantic-ai's capability dispatch is that dispatch's)."""
+    known: dict[Function, dict[str, float]] = {}
+    visiting: set[Function] = set()
+
+    def areas(function: Function) -> dict[str, float]:
+        if function in known:
+            return known[function]
+        if not _helper(function[0]):
+            return known.setdefault(function, {_area(function[0]): 1.0})
+        callers = stats.stats.get(function, (0, 0, 0, 0, {}))[4]
+        total = sum(edge[2] for edge in callers.values())
+        if function in visiting or not callers or total <= 0:
+            return {OTHER: 1.0}
+        visiting.add(function)
+        shares: dict[str, float] = {}
+        for caller, edge in callers.items():
+            for area, share in areas(caller).items():
+                shares[area] = shares.get(area, 0.0) + share * edge[2] / total
+        visiting.discard(function)
+        return known.setdefault(function, shares)
+
+    return areas
 
 
 async def _profiled(sdk: str, way: str, turns: int) -> pstats.Stats:
@@ -228,22 +271,22 @@ def profile(sdks: Sequence[str], way: str, turns: int, top: int = 30) -> None:
         per_call = 1e6 / (turns * CALLS)
         rows = []  # (own time, cumulative time, calls, area, function)
         areas: dict[str, float] = {}
-        for (path, line, name), (_, calls, own, cumulative, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        areas_of = _areas_of(stats)
+        for function, (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+            path, line, name = function
             label = f"{Path(path).name}:{line}({name})" if line else name
-            rows.append((own, cumulative, calls, _area(path), label))
-            # A builtin (isinstance, dict.get, …) has no file: its time is its callers' areas'.
-            shares = [(c[0], t[2]) for c, t in callers.items()] if path == "~" else []
-            for caller, time in shares or [(path, own)]:
-                area = _area(caller)
-                areas[area] = areas.get(area, 0.0) + time
+            shares = areas_of(function)
+            rows.append((own, cumulative, calls, max(shares, key=shares.__getitem__), label))
+            for area, share in shares.items():
+                areas[area] = areas.get(area, 0.0) + own * share
         total = sum(areas.values())
         print(
-            f"\n{sdk}/{way}: µs per tool call under cProfile (own time, builtins counted in "
-            f"their callers' areas; {turns} turns)"
+            f"\n{sdk}/{way}: µs per tool call under cProfile (own time; builtins and "
+            f"standard-library helpers counted in their callers' areas; {turns} turns)"
         )
         for area, own in sorted(areas.items(), key=lambda item: -item[1]):
-            print(f"  {area:<28} {own * per_call:8.1f}  {own / total:6.1%}")
-        print(f"  {'total':<28} {total * per_call:8.1f}")
+            print(f"  {area:<32} {own * per_call:8.1f}  {own / total:6.1%}")
+        print(f"  {'total':<32} {total * per_call:8.1f}")
         print(f"\n  {'own':>8} {'cum.':>8} {'calls/turn':>10}  area / function")
         for own, cumulative, calls, area, label in sorted(rows, reverse=True)[:top]:
             print(
