@@ -58,8 +58,10 @@ def decide(enforcer: PolicyEnforcer, call: ToolCall) -> PolicyDecision:
 
 # --- tool names ---------------------------------------------------------------------------
 
+# A name starting "mcp__" is no local tool's: it is Claude Code's spelling of an MCP target,
+# which must name a registered server (tests/test_policy_security.py covers that spelling).
 names = st.text(string.ascii_lowercase + "_", min_size=2, max_size=16).filter(
-    lambda n: n.strip("_") != ""
+    lambda n: n.strip("_") != "" and not n.startswith("mcp__")
 )
 # Latin letter -> look-alikes from the documented table (Cyrillic, Greek, ...).
 LOOK_ALIKES: dict[str, list[str]] = {}

@@ -591,6 +591,12 @@ async def test_a_server_whose_name_starts_like_claudes_spelling_is_governed_by_i
     assert removed.rule == f"deny:{server}/rm"
 
 
+@pytest.mark.parametrize("rule", ["mcp__", "mcp___", "mcp____"])
+def test_a_rule_in_claudes_spelling_naming_no_server_at_all_is_rejected(rule: str) -> None:
+    with pytest.raises(ValueError, match="MCP spelling but names no server; write 'mcp__<server>'"):
+        policy.enforce([policy.allow(rule)], mcp_servers=["calc"])
+
+
 @pytest.mark.parametrize(
     ("rule", "servers", "named"),
     [

@@ -148,6 +148,12 @@ def claude_mcp_target(tool: str, servers: Iterable[str]) -> str | None:
         return f"{server}/{rest[len(spelled) + 2 :] or WILDCARD}"
     named = rest.partition("__")[0] or rest
     registered = ", ".join(sorted(written.values())) or "none"
+    if not named.strip("_"):
+        raise PolicyError(
+            f"{tool!r} is Claude Code's MCP spelling but names no server; write "
+            "'mcp__<server>' or 'mcp__<server>__<tool>' for a registered server (mcp_servers: "
+            f"{registered}), or 'server/tool'"
+        )
     raise PolicyError(
         f"{tool!r} is Claude Code's name for a tool of MCP server {named!r}, which is not "
         f"registered (mcp_servers: {registered}); pass the server in mcp_servers=[...] (Claude "
