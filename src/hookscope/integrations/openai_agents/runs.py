@@ -26,6 +26,7 @@ from hookscope.integrations.openai_agents.values import (
     PROVIDER,
     ModelRequestBlocked,
     ModelResponseBlocked,
+    Proposed,
     agent_model_name,
     input_data,
     llm_request,
@@ -118,7 +119,7 @@ class Run:
     handoff, else the run's own subagent run (agent as tool), else the turn itself.
     """
 
-    __slots__ = ("agent", "binding", "handoff", "handoffs", "ops", "own", "turn")
+    __slots__ = ("agent", "binding", "handoff", "handoffs", "ops", "own", "proposed", "turn")
 
     def __init__(
         self, binding: Binding, turn: Turn, agent: Agent[Any], own: SubagentRun | None = None
@@ -131,6 +132,9 @@ class Run:
         self.handoffs = 0
         #: Calls decided before the SDK invokes their tool, by call id.
         self.ops: dict[str, ToolOp] = {}
+        #: The function calls of the latest model response, parsed once (see
+        #: :func:`~.values.call_from_tool_context`); the SDK runs them before the next one.
+        self.proposed: Proposed = {}
 
     @property
     def lane(self) -> SubagentRun | None:
@@ -187,9 +191,11 @@ class Run:
         """``on_llm_response`` for the model call that just returned (its span ends)."""
         lane = self.lane
         scope = lane.scope if lane is not None else self.turn.scope
+        proposed: Proposed = {}
+        self.proposed = proposed
         with scope.current():
             decision = await self.turn.runner.dispatch_on_llm_response(
-                self.context, llm_response(agent_model_name(agent), response)
+                self.context, llm_response(agent_model_name(agent), response, proposed)
             )
         if decision.action != "accept":
             raise ModelResponseBlocked(decision.message)

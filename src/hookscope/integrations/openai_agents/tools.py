@@ -81,7 +81,7 @@ async def _decide(run: Run, context: ToolContext[Any], binding: Binding) -> Tool
     op = run.ops.get(context.tool_call_id)
     if op is not None and op.verdict is not None and not op.verdict.pending:
         return op.verdict  # decided in needs_approval (ask="native")
-    op = run.open_tool(call_from_tool_context(context))
+    op = run.open_tool(call_from_tool_context(context, proposed=run.proposed))
     if binding.ask == "native" and _approved(context):
         # The user approved this call through the SDK in an earlier run: hookscope's hooks
         # decide again (a denial still wins), an ask is settled by that approval.
