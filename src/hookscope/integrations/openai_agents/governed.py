@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import logging
 import weakref
@@ -141,20 +142,33 @@ class Binding:
             return session, True
         self._sessions.bind(sdk_session, session)
         self._live.add(session)
-        weakref.finalize(sdk_session, self._dropped, session)
+        weakref.finalize(sdk_session, self._dropped, session, asyncio.get_running_loop())
         return session, False
 
-    def _dropped(self, session: Session) -> None:
+    def _dropped(self, session: Session, loop: asyncio.AbstractEventLoop) -> None:
         # The application let go of its SDK Session: that conversation is over. Ended on the
-        # running loop; with none (interpreter exit), by end_sessions_at_exit.
+        # loop it ran on. The cycle collector calls this in whatever thread it runs in (the
+        # SDK's SQLiteSession works in the loop's executor threads), so from another thread
+        # the end is handed to that loop; with no loop left (interpreter exit), it is
+        # end_sessions_at_exit's.
         if session.ended:
             self._live.discard(session)
             return
         try:
-            loop = asyncio.get_running_loop()
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
+            running = None
+        if running is not None and (running is loop or loop.is_closed()):
+            self._end_soon(session)
+        elif not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed in the meantime
+                loop.call_soon_threadsafe(self._end_soon, session)
+
+    def _end_soon(self, session: Session) -> None:
+        if session.ended:
+            self._live.discard(session)
             return
-        task = loop.create_task(self._end(session))
+        task = asyncio.get_running_loop().create_task(self._end(session))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 

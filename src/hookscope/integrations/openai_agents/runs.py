@@ -11,6 +11,7 @@ handoff starts a subagent run of the agent handed to, under the turn.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import weakref
 from collections.abc import Callable
@@ -214,7 +215,14 @@ def _with_filter(binding: Binding, config: Any) -> RunConfig:
     user = chosen.call_model_input_filter
     if getattr(user, "__hookscope__", False):  # a nested run inherits the parent's config
         return chosen
-    return dataclasses.replace(chosen, call_model_input_filter=_model_input_filter(user))
+    hookscope_filter = _model_input_filter(user) if user is not None else _FILTER
+    if type(chosen) is not RunConfig:  # a subclass may be frozen or validate: rebuilt
+        return dataclasses.replace(chosen, call_model_input_filter=hookscope_filter)
+    # A shallow copy (the application's config stays as it was): replace() would build and
+    # validate every field again, on every run.
+    copied = copy.copy(chosen)
+    copied.call_model_input_filter = hookscope_filter
+    return copied
 
 
 def _model_input_filter(user: Callable[..., Any] | None) -> Callable[..., Any]:
@@ -229,6 +237,10 @@ def _model_input_filter(user: Callable[..., Any] | None) -> Callable[..., Any]:
 
     hookscope_model_input_filter.__hookscope__ = True  # type: ignore[attr-defined]
     return hookscope_model_input_filter
+
+
+#: The filter of every run whose config has none of its own (one, not one per run).
+_FILTER: Final = _model_input_filter(None)
 
 
 def _response(result: Any, agent: Agent[Any]) -> ChatResponse:
