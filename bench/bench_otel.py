@@ -31,6 +31,11 @@ Sessions of 1 turn x 10 tool calls, each call running a trivial sync tool, timed
   hooks, awaited in a plain loop and timed) hook durations. A check before timing compares its
   span trees and metric points with hookscope's and fails when they differ.
 
+* both again with the OTel SDK's span work taken out: spans go to a stub tracer whose spans
+  record nothing (metrics stay real). What is left is each side's own code: hookscope's runner
+  and OTelHook against the raw code and its SDK metric calls; the difference to the full case
+  is the SDK's span work, the same calls on both sides (the parity check proves it).
+
 Spans of every case go through one ``TracerProvider`` (antigravity's hooks use the global one,
 so it is installed globally) with a ``BatchSpanProcessor`` whose queue is large enough that
 nothing is dropped, to an exporter that counts and returns SUCCESS; every round checks that
@@ -66,7 +71,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context, attach, detach
@@ -75,6 +80,8 @@ from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader, Su
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import Span, SpanContext, TraceFlags
+from opentelemetry.util.types import Attributes
 
 from hookscope import Hook, HookResult, OperationContext, ToolCall, ToolResult
 from hookscope.runner import HookRunner
@@ -157,6 +164,60 @@ def _tracing() -> _Tracing | None:
     sampled.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=1 << 20))
     _TRACING.append(_Tracing(provider, exporter, sampled))
     return _TRACING[0]
+
+
+class _StubSpan(Span):
+    """A recording span that keeps nothing: the SDK's span work taken out of a case."""
+
+    _CONTEXT = SpanContext(1, 1, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+    def end(self, end_time: int | None = None) -> None:
+        return None
+
+    def get_span_context(self) -> SpanContext:
+        return self._CONTEXT
+
+    def set_attributes(self, attributes: Any) -> None:
+        return None
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        return None
+
+    def add_event(self, name: str, attributes: Attributes = None, timestamp: Any = None) -> None:
+        return None
+
+    def update_name(self, name: str) -> None:
+        return None
+
+    def is_recording(self) -> bool:
+        return True
+
+    def set_status(self, status: Any, description: str | None = None) -> None:
+        return None
+
+    def record_exception(self, exception: BaseException, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class _StubTracer(trace.Tracer):
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> Span:
+        return _StubSpan()
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("the cases start spans with start_span")
+
+
+class _StubTracerProvider(trace.TracerProvider):
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return _StubTracer()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _stubbed(tracing: _Tracing) -> _Tracing:
+    """``tracing`` with its span provider replaced by the stub (same exporter, never called)."""
+    return _Tracing(cast(TracerProvider, _StubTracerProvider()), tracing.exporter, tracing.sampled)
 
 
 # --- the cases ----------------------------------------------------------------------------
@@ -499,6 +560,16 @@ def raw_otel(tracing: _Tracing, hooks: int) -> Bench:
     return Bench(raw.session, _collector(tracing, raw.reader), raw.reader)
 
 
+def hookscope_own(tracing: _Tracing, hooks: int) -> Bench:
+    """OTelHook with the SDK's span work taken out (spans to :class:`_StubTracerProvider`)."""
+    return hookscope_otel(_stubbed(tracing), hooks)
+
+
+def raw_own(tracing: _Tracing, hooks: int) -> Bench:
+    """The raw code with the SDK's span work taken out, like :func:`hookscope_own`."""
+    return raw_otel(_stubbed(tracing), hooks)
+
+
 @dataclass(frozen=True)
 class Case:
     """One benchmarked configuration; ``hooks`` no-op hooks besides the telemetry."""
@@ -526,6 +597,8 @@ CASES: tuple[Case, ...] = (
     Case("ag5", f"antigravity get_otel_hooks() + {HOOKS} no-op", antigravity_otel, HOOKS),
     Case("raw", "raw OTel SDK, same telemetry", raw_otel, 0),
     Case("raw5", f"raw OTel SDK + {HOOKS} no-op hooks timed", raw_otel, HOOKS),
+    Case("hs_x", "hookscope OTelHook, SDK span work out", hookscope_own, 0),
+    Case("raw_x", "raw OTel SDK, SDK span work out", raw_own, 0),
 )
 
 
@@ -857,6 +930,16 @@ def _print_report(
             f"{whole[HOOKS]:.2f} µs, runner alone {runner[MANY_HOOKS]:.2f} / {runner[HOOKS]:.2f} "
             f"µs; slope from {HOOKS} to {MANY_HOOKS} hooks {slope:.2f} µs"
         )
+    # The SDK's span work is the same calls on both sides; what remains is each side's own.
+    own, raw_own_ = by["hs_x"], by["raw_x"]
+    ratio, med = ratios(own.hot, raw_own_.hot)
+    span_work = (min(by["hs"].hot) - min(own.hot), min(by["raw"].hot) - min(raw_own_.hot))
+    print(
+        f"  without the SDK's span work (stub spans), hot: hookscope {min(own.hot):.2f} µs "
+        f"(runner {min(by['hs0'].hot):.2f} + OTelHook {min(own.hot) - min(by['hs0'].hot):.2f}) "
+        f"/ raw code + SDK metrics {min(raw_own_.hot):.2f} µs = {ratio:.3f}x [{med:.3f}x]; the "
+        f"SDK's span work: {span_work[0]:.2f} µs hookscope, {span_work[1]:.2f} µs raw"
+    )
     sampled, full = by["hs_s"], by["hs"]
     parts = []
     for label, mine, theirs in (

@@ -7,21 +7,32 @@ hook durations are counted in process from any thread.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.trace import INVALID_SPAN
 
 from hookscope import Hook, HookResult, OperationContext, ToolCall
 from hookscope._events import ALLOW
 from hookscope.context import SessionContext, TurnContext, new_session_id
 from hookscope.runner import Dispatch, DispatchObserver, HookRunner
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._scopes import SessionRecord
 from hookscope.telemetry.instruments import Instruments
+from hookscope.telemetry.otel_hook import (
+    _call_metadata,
+    _session_metadata,
+    _turn_metadata,
+    metadata,
+)
 from hookscope.testing import metric_points
 
 
@@ -187,3 +198,59 @@ def test_hook_durations_from_many_threads_are_all_counted() -> None:
     points = metric_points(reader.get_metrics_data(), [sc.METRIC_HOOK_DURATION])
     assert sorted(points[sc.METRIC_HOOK_DURATION].values()) == [runs] * threads
     provider.shutdown()
+
+
+# --- OpenInference metadata: the remembered and pre-formatted forms are metadata()'s JSON ---
+
+_names = st.one_of(st.none(), st.text(max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    outcome=st.text(max_size=12),
+    counts=st.tuples(*(st.integers(min_value=0, max_value=10**12) for _ in range(4))),
+)
+def test_session_metadata_is_the_json_metadata_builds(
+    outcome: str, counts: tuple[int, int, int, int]
+) -> None:
+    record = SessionRecord(INVALID_SPAN, 0, "a", "a", None)
+    record.turns, record.tool_calls, record.denied_calls, record.tool_errors = counts
+    expected = metadata(
+        {
+            sc.META_OUTCOME: outcome,
+            sc.META_TURNS: counts[0],
+            sc.META_TOOL_CALLS: counts[1],
+            sc.META_DENIED_CALLS: counts[2],
+            sc.META_TOOL_ERRORS: counts[3],
+        }
+    )
+    assert _session_metadata(outcome, record) == expected
+    assert json.loads(expected)[sc.META_OUTCOME] == outcome
+
+
+@settings(max_examples=200, deadline=None)
+@given(outcome=st.text(max_size=12), by=_names, error=_names, rule=_names, recovered=_names)
+def test_remembered_call_and_turn_metadata_is_the_json_metadata_builds(
+    outcome: str, by: str | None, error: str | None, rule: str | None, recovered: str | None
+) -> None:
+    for _ in range(2):  # the first call serializes, the second is remembered
+        assert _turn_metadata(outcome, by, error) == metadata(
+            {sc.META_OUTCOME: outcome, sc.META_DECIDED_BY: by, sc.META_ERROR_TYPE: error}
+        )
+        assert _call_metadata(outcome, rule, by, error, recovered) == metadata(
+            {
+                sc.META_OUTCOME: outcome,
+                sc.META_RULE: rule,
+                sc.META_DECIDED_BY: by,
+                sc.META_ERROR_TYPE: error,
+                sc.META_RECOVERED_BY: recovered,
+            }
+        )
+
+
+def test_a_turn_and_a_call_with_the_same_values_keep_their_own_metadata() -> None:
+    """The cache is shared: a turn's entry never answers for a call's with equal values."""
+    turn = _turn_metadata("blocked", "gate", None)
+    call = _call_metadata("blocked", "gate", None, None, None)
+    assert json.loads(turn) == {sc.META_OUTCOME: "blocked", sc.META_DECIDED_BY: "gate"}
+    assert json.loads(call) == {sc.META_OUTCOME: "blocked", sc.META_RULE: "gate"}

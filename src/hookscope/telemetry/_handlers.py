@@ -36,6 +36,8 @@ from hookscope.types import ChatResponse, HookResult, LlmRequest, LlmResponse, T
 __all__ = ["EventHandlers", "Handler", "records_below"]
 
 _MAX_REASON: Final = 256
+_PRE_TOOL_CALL: Final = sc.EVENT_NAMES["pre_tool_call"]
+_POST_TOOL_CALL: Final = sc.EVENT_NAMES["post_tool_call"]
 
 Handler = Callable[[Any, Any, Any, "str | None"], None]
 
@@ -59,12 +61,18 @@ class EventHandlers:
     _event_logger: Logger | None
 
     def event(
-        self, record: SpanRecord, name: str, attributes: dict[str, Any] | None = None
+        self,
+        record: SpanRecord,
+        name: str,
+        attributes: dict[str, Any] | None = None,
+        *,
+        span: bool = True,
     ) -> None:
         """Report lifecycle event ``name`` of ``record``'s span: as a span event, as a log
         record through the Logs API in the span's context (OTEP 4430's log-based events), or
-        both. Callers check ``record.recording`` first: a sampled-out span gets neither."""
-        if self._span_events:
+        both (``span=False``: the log record only, the caller added the span event). Callers
+        check ``record.recording`` first: a sampled-out span gets neither."""
+        if span and self._span_events:
             record.span.add_event(name, attributes)
         if self._event_logger is not None:
             self._event_logger.emit(
@@ -220,19 +228,27 @@ class EventHandlers:
             attributes[sc.POLICY_REASON] = self._reason(result.message)
         if decided_by is not None:
             attributes[sc.POLICY_DECIDED_BY] = decided_by
-        span = record.span
-        span.set_attributes(attributes)
+        record.policy = attributes  # on the span with its outcome, when it ends
         if self._messages.on_spans:
-            self._messages.value(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args)
-        self.event(record, sc.EVENT_NAMES["pre_tool_call"], attributes)
+            self._messages.value(
+                record.span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args
+            )
+        if self._span_events:  # self.event(), inlined on the per-call path
+            record.span.add_event(_PRE_TOOL_CALL, attributes)
+        if self._event_logger is not None:
+            self.event(record, _PRE_TOOL_CALL, attributes, span=False)
 
     def _post_tool_call(self, record: OperationRecord, data: Any, result: Any, by: Any) -> None:
         record.outcome = sc.TOOL_SUCCEEDED
         if record.recording:
-            span = record.span
             if self._messages.on_spans:
-                self._messages.value(span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value)
-            self.event(record, sc.EVENT_NAMES["post_tool_call"])
+                self._messages.value(
+                    record.span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value
+                )
+            if self._span_events:  # self.event(), inlined on the per-call path
+                record.span.add_event(_POST_TOOL_CALL)
+            if self._event_logger is not None:
+                self.event(record, _POST_TOOL_CALL, span=False)
 
     def _on_tool_error(
         self, record: OperationRecord, error: BaseException, recovery: Any, by: str | None

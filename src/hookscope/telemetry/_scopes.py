@@ -283,6 +283,7 @@ class OperationRecord(SpanRecord):
         "decided_by",
         "error_type",
         "outcome",
+        "policy",
         "policy_hook",
         "ran",
         "recovered_by",
@@ -307,6 +308,9 @@ class OperationRecord(SpanRecord):
         self.session = turn.session if turn is not None else None
         self.tool = tool
         self.outcome: str | None = None
+        #: The ``hookscope.policy.*`` attributes of the decision, set on the span with its
+        #: outcome when it ends (one attribute write per call instead of two).
+        self.policy: dict[str, Any] | None = None
         self.policy_hook: str | None = None
         #: The deciding rule and hook, and the hook that recovered an error: for metadata.
         self.rule: str | None = None

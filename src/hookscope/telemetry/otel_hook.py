@@ -94,11 +94,21 @@ def metadata(values: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
 
 
-_CallMetadata = tuple[str, "str | None", "str | None", "str | None", "str | None"]
-#: Tool calls' metadata by its values: a few outcomes, rules and hooks, so a few strings,
-#: each serialized once instead of on every call (bounded: rule and hook names are configured).
-_CALL_METADATA: dict[_CallMetadata, str] = {}
-_MAX_CALL_METADATA: Final = 1024
+#: Tool calls' and turns' metadata by its values: a few outcomes, rules, hooks and error
+#: types, so a few strings, each serialized once instead of on every call or turn (bounded:
+#: rule and hook names are configured).
+_METADATA: dict[tuple[str | None, ...], str] = {}
+_MAX_METADATA: Final = 1024
+
+
+def _remembered(key: tuple[str | None, ...], values: dict[str, Any]) -> str:
+    """:func:`metadata` of ``values``, remembered under ``key`` (their values in order)."""
+    found = _METADATA.get(key)
+    if found is None:
+        found = metadata(values)
+        if len(_METADATA) < _MAX_METADATA:
+            _METADATA[key] = found
+    return found
 
 
 def _call_metadata(
@@ -109,21 +119,64 @@ def _call_metadata(
     recovered_by: str | None,
 ) -> str:
     """:func:`metadata` of a tool call, remembered per distinct value."""
-    key = (outcome, rule, decided_by, error, recovered_by)
-    found = _CALL_METADATA.get(key)
-    if found is None:
-        found = metadata(
-            {
-                sc.META_OUTCOME: outcome,
-                sc.META_RULE: rule,
-                sc.META_DECIDED_BY: decided_by,
-                sc.META_ERROR_TYPE: error,
-                sc.META_RECOVERED_BY: recovered_by,
-            }
+    key = ("call", outcome, rule, decided_by, error, recovered_by)
+    found = _METADATA.get(key)
+    if found is not None:
+        return found
+    return _remembered(
+        key,
+        {
+            sc.META_OUTCOME: outcome,
+            sc.META_RULE: rule,
+            sc.META_DECIDED_BY: decided_by,
+            sc.META_ERROR_TYPE: error,
+            sc.META_RECOVERED_BY: recovered_by,
+        },
+    )
+
+
+def _turn_metadata(outcome: str, decided_by: str | None, error: str | None) -> str:
+    """:func:`metadata` of a turn, remembered per distinct value."""
+    key = ("turn", outcome, decided_by, error)
+    found = _METADATA.get(key)
+    if found is not None:
+        return found
+    return _remembered(
+        key, {sc.META_OUTCOME: outcome, sc.META_DECIDED_BY: decided_by, sc.META_ERROR_TYPE: error}
+    )
+
+
+#: A session's metadata with its counts in place: the same JSON as :func:`metadata` (keys
+#: sorted, the default separators), formatted directly, since counts are seldom repeated.
+_SESSION_METADATA: Final = (
+    "{{"  # a literal brace, for str.format
+    + ", ".join(
+        f'"{key}": {{{key}}}'
+        for key in sorted(
+            (
+                sc.META_OUTCOME,
+                sc.META_TURNS,
+                sc.META_TOOL_CALLS,
+                sc.META_DENIED_CALLS,
+                sc.META_TOOL_ERRORS,
+            )
         )
-        if len(_CALL_METADATA) < _MAX_CALL_METADATA:
-            _CALL_METADATA[key] = found
-    return found
+    )
+    + "}}"
+)
+
+
+def _session_metadata(outcome: str, record: SessionRecord) -> str:
+    """:func:`metadata` of a session: its outcome and counts."""
+    return _SESSION_METADATA.format_map(
+        {
+            sc.META_OUTCOME: json.dumps(outcome),
+            sc.META_TURNS: int(record.turns),
+            sc.META_TOOL_CALLS: int(record.tool_calls),
+            sc.META_DENIED_CALLS: int(record.denied_calls),
+            sc.META_TOOL_ERRORS: int(record.tool_errors),
+        }
+    )
 
 
 @final
@@ -336,15 +389,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                         if self.trace_layout == "session"
                         else {}
                     ),
-                    sc.METADATA: metadata(
-                        {
-                            sc.META_OUTCOME: outcome,
-                            sc.META_TURNS: record.turns,
-                            sc.META_TOOL_CALLS: record.tool_calls,
-                            sc.META_DENIED_CALLS: record.denied_calls,
-                            sc.META_TOOL_ERRORS: record.tool_errors,
-                        }
-                    ),
+                    sc.METADATA: _session_metadata(outcome, record),
                     **total_attributes(record.cost, record.priced),
                 }
             )
@@ -416,25 +461,19 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         kind = error_type(error) if error is not None else None
         if record.recording:
             span = record.span
-            span.set_attribute(sc.TURN_OUTCOME, outcome)
+            blocked = error is None and outcome == "blocked"
+            attributes: dict[str, Any] = {sc.TURN_OUTCOME: outcome}
             conversation_id = context.session.conversation_id
             if conversation_id is not None and not subagent:  # learned while the turn ran
-                span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
-            blocked = error is None and outcome == "blocked"
-            span.set_attribute(
-                sc.METADATA,
-                metadata(
-                    {
-                        sc.META_OUTCOME: outcome,
-                        sc.META_DECIDED_BY: record.blocked_by if blocked else None,
-                        sc.META_ERROR_TYPE: kind,
-                    }
-                ),
+                attributes[sc.GEN_AI_CONVERSATION_ID] = conversation_id
+            attributes[sc.METADATA] = _turn_metadata(
+                outcome, record.blocked_by if blocked else None, kind
             )
+            if record.priced:
+                attributes.update(total_attributes(record.cost, record.priced))
+            span.set_attributes(attributes)  # one write
             if blocked:  # refused, like a denied call (README: span status)
                 span.set_status(Status(StatusCode.ERROR, f"turn blocked by {record.blocked_by}"))
-            if record.priced:
-                span.set_attributes(total_attributes(record.cost, record.priced))
         instruments = self.instruments
         instruments.turns.add((agent, outcome))
         guarded = instruments.error_type(kind) if kind is not None else None
@@ -471,11 +510,13 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         name, argument = (sc.SPAN_TOOL, tool) if is_tool else (sc.SPAN_INTERACTION, agent)
         span, reused = self.child_span(turn, name, argument, start_ns, attributes=attributes)
         metric_agent = turn.metric_agent if turn else self.instruments.agent_name(agent)
-        self._open(
-            context,
-            self._operation_key,
-            OperationRecord(span, start_ns, agent, metric_agent, turn, tool, reused),
-        )
+        record = OperationRecord(span, start_ns, agent, metric_agent, turn, tool, reused)
+        try:  # self._open(), inlined on the per-call path
+            record.activate()
+            context.set(self._operation_key, record)
+        except BaseException:
+            record.end()
+            raise
 
     def _close_operation(
         self,
@@ -513,16 +554,16 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         """A tool call's outcome on its span, as attributes and as OpenInference metadata; a
         denied call's status is ERROR, as a blocked turn's is (README: span status)."""
         span = record.span
-        denied = outcome == sc.TOOL_DENIED
-        span.set_attributes(
-            {
-                sc.TOOL_OUTCOME: outcome,
-                sc.METADATA: _call_metadata(
-                    outcome, record.rule, record.decided_by, kind, record.recovered_by
-                ),
-            }
-        )
-        if denied:
+        # The decision's attributes (kept since pre_tool_call) and the outcome, in one write.
+        # (A copy: the pre_tool_call event's log record may still hold the decision's dict.)
+        described = {
+            sc.TOOL_OUTCOME: outcome,
+            sc.METADATA: _call_metadata(
+                outcome, record.rule, record.decided_by, kind, record.recovered_by
+            ),
+        }
+        span.set_attributes(described if record.policy is None else record.policy | described)
+        if outcome == sc.TOOL_DENIED:
             by = f"rule {record.rule}" if record.rule else record.decided_by or "a hook"
             span.set_status(Status(StatusCode.ERROR, f"denied by {by}"))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import weakref
 from typing import Any
 
 import pytest
@@ -275,6 +277,33 @@ async def test_a_session_the_application_lets_go_of_ends(rec: Recording) -> None
             # The SDK's objects can hold the session in a reference cycle; only the cycle
             # collector frees it, and an idle test allocates too little to trigger it.
             gc.collect()
+            await asyncio.sleep(0.01)
+    assert lines(rec)[0] == "session assistant session=completed"
+
+
+async def test_a_session_the_collector_frees_in_another_thread_ends(rec: Recording) -> None:
+    """The cycle collector runs finalizers in whichever thread allocates: the session is
+    ended on its own loop all the same."""
+    with ScriptedModelServer(MODEL_SCRIPT) as server:
+        governed = govern(agent(server.base_url), HookRunner([rec.hook]))
+        gc.disable()  # only the other thread's collection may free the SDK session
+        try:
+            sdk_session = SQLiteSession("freed elsewhere")
+            freed = weakref.ref(sdk_session)
+            await Runner.run(governed, "Say hi", session=sdk_session)
+            cycle: list[Any] = [sdk_session]
+            cycle.append(cycle)  # as the SDK's own objects may: only the collector frees it
+            del sdk_session, cycle
+            assert freed() is not None
+            collector = threading.Thread(target=gc.collect)
+            collector.start()
+            collector.join()
+        finally:
+            gc.enable()
+        assert freed() is None, "the other thread's collection did not free the SDK session"
+        deadline = asyncio.get_running_loop().time() + 10
+        while not any(s.name == "session assistant" for s in rec.spans):
+            assert asyncio.get_running_loop().time() < deadline, "the session never ended"
             await asyncio.sleep(0.01)
     assert lines(rec)[0] == "session assistant session=completed"
 

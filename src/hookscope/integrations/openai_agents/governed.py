@@ -147,10 +147,10 @@ class Binding:
 
     def _dropped(self, session: Session, loop: asyncio.AbstractEventLoop) -> None:
         # The application let go of its SDK Session: that conversation is over. Ended on the
-        # loop it ran on. The cycle collector calls this in whatever thread it runs in (the
-        # SDK's SQLiteSession works in the loop's executor threads), so from another thread
-        # the end is handed to that loop; with no loop left (interpreter exit), it is
-        # end_sessions_at_exit's.
+        # loop that opened it. The cycle collector runs this finalizer in whichever thread
+        # happened to allocate (the exporter's, an HTTP client's…), so from another thread the
+        # end is handed to that loop; with the loop closed (interpreter exit), the session is
+        # ended by end_sessions_at_exit.
         if session.ended:
             self._live.discard(session)
             return
@@ -158,16 +158,13 @@ class Binding:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is not None and (running is loop or loop.is_closed()):
+        if running is loop:
             self._end_soon(session)
-        elif not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # closed in the meantime
-                loop.call_soon_threadsafe(self._end_soon, session)
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nothing can run the hooks
+            loop.call_soon_threadsafe(self._end_soon, session)
 
     def _end_soon(self, session: Session) -> None:
-        if session.ended:
-            self._live.discard(session)
-            return
         task = asyncio.get_running_loop().create_task(self._end(session))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
