@@ -101,13 +101,12 @@ _METADATA: dict[tuple[str | None, ...], str] = {}
 _MAX_METADATA: Final = 1024
 
 
-def _remembered(key: tuple[str | None, ...], values: dict[str, Any]) -> str:
-    """:func:`metadata` of ``values``, remembered under ``key`` (their values in order)."""
-    found = _METADATA.get(key)
-    if found is None:
-        found = metadata(values)
-        if len(_METADATA) < _MAX_METADATA:
-            _METADATA[key] = found
+def _remember(key: tuple[str | None, ...], values: dict[str, Any]) -> str:
+    """:func:`metadata` of ``values``, remembered under ``key`` (their values in order) while
+    the table has room. Callers look ``key`` up first: that is the per-call path."""
+    found = metadata(values)
+    if len(_METADATA) < _MAX_METADATA:
+        _METADATA[key] = found
     return found
 
 
@@ -123,7 +122,7 @@ def _call_metadata(
     found = _METADATA.get(key)
     if found is not None:
         return found
-    return _remembered(
+    return _remember(
         key,
         {
             sc.META_OUTCOME: outcome,
@@ -141,7 +140,7 @@ def _turn_metadata(outcome: str, decided_by: str | None, error: str | None) -> s
     found = _METADATA.get(key)
     if found is not None:
         return found
-    return _remembered(
+    return _remember(
         key, {sc.META_OUTCOME: outcome, sc.META_DECIDED_BY: decided_by, sc.META_ERROR_TYPE: error}
     )
 
