@@ -150,8 +150,8 @@ class GovernedInvoker(wrapt.ObjectProxy):  # type: ignore[type-arg]
     @property
     def __signature__(self) -> inspect.Signature:
         # The SDK reads the invoker's signature on every call (to choose the context object it
-        # passes); the wrapped invoker's, computed once, spares it the proxy's slow
-        # introspection. Unknowable: no attribute, and inspect finds it the way it did.
+        # passes): the wrapped invoker's, computed once, spares it the proxy's slow
+        # introspection. Without one, no attribute: inspect then fails as it always did.
         signature = self._self_signature
         if signature is None:
             try:
