@@ -24,6 +24,9 @@ from hookscope.telemetry import OTelHook
 
 #: Tool calls the model asks for in each turn.
 CALLS = 10
+#: Whether hookscope's ``OTelHook`` records content on its spans, as OpenInference's
+#: instrumentations do by default (``bench_sdk_adapters --content``); off is hookscope's default.
+CONTENT = False
 
 Turn = Callable[[], Awaitable[Any]]
 Way = Callable[[TracerProvider], "AsyncIterator[Turn]"]
@@ -58,7 +61,8 @@ def provider(exporter: SpanExporter, *processors: Any) -> TracerProvider:
 def policy_runner(traces: TracerProvider) -> HookRunner:
     """The governance every hookscope case runs: 10 policy rules and an OTelHook."""
     rules = [deny(f"forbidden_{i}") for i in range(8)] + [deny("delete_file"), allow("add")]
-    return HookRunner([OTelHook(tracer_provider=traces), enforce(rules)])
+    capture = "SPAN_ONLY" if CONTENT else None
+    return HookRunner([OTelHook(tracer_provider=traces, capture_content=capture), enforce(rules)])
 
 
 def add(a: int, b: int) -> int:

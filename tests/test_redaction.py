@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hookscope import telemetry
+from hookscope import redaction, telemetry
 from hookscope.redaction import (
     REDACTED,
     Redactor,
@@ -159,6 +161,38 @@ def test_a_process_wide_pattern_applies_to_every_redactor_until_removed(undo: li
     assert mine.redact_text("id EMP-654321") == f"id {REDACTED}"
     undo.pop()()
     assert mine.redact_text("id EMP-654321") == "id EMP-654321"
+
+
+def test_a_text_searched_before_a_pattern_was_added_is_searched_again(undo: list[Any]) -> None:
+    """Short texts' redactions are remembered; a pattern added or removed since applies."""
+    mine = Redactor()
+    text = "denied: id EMP-246810 may not run this"
+    assert mine.redact_text(text) == text  # searched, remembered
+    assert mine.redact_text(text) == text  # answered from memory
+    undo.append(add_redaction_pattern(r"EMP-\d{6}"))
+    assert mine.redact_text(text) == f"denied: id {REDACTED} may not run this"
+    assert redact_text(text, 256) == f"denied: id {REDACTED} may not run this"
+    undo.pop()()
+    assert mine.redact_text(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(max_size=300),
+        st.builds(
+            lambda a, b: f"{a} token={b}", st.text(max_size=40), st.text("abcdef0123", min_size=8)
+        ),
+    ),
+    limit=st.one_of(st.none(), st.integers(min_value=0, max_value=300)),
+)
+def test_a_remembered_redaction_is_the_search_s(text: str, limit: int | None) -> None:
+    mine = Redactor(extra_patterns=[r"case-\d+"])
+    fresh = Redactor(extra_patterns=[r"case-\d+"])
+    first = mine.redact_text(text, limit)
+    assert mine.redact_text(text, limit) == first  # the second answer may be remembered
+    cut = text if limit is None else text[:limit]
+    assert first == fresh._search(cut, redaction._global)
 
 
 def test_hookscope_telemetry_exports_add_redaction_pattern() -> None:

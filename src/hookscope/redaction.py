@@ -319,7 +319,13 @@ def _apply(pattern: re.Pattern[str], text: str) -> str:
 
 
 _global_lock = threading.Lock()
+#: The process-wide patterns: replaced, never changed in place (redactors' remembered texts
+#: are tied to the tuple they were searched with).
 _global: tuple[re.Pattern[str], ...] = ()
+#: Texts up to this long have their redaction remembered (per redactor, this many at most):
+#: reasons and short values repeat; long content would only fill the table.
+_REMEMBERED_LENGTH: Final = 256
+_REMEMBERED_TEXTS: Final = 1024
 
 
 def add_redaction_pattern(pattern: str | re.Pattern[str]) -> Callable[[], None]:
@@ -365,12 +371,17 @@ class Redactor:
         TypeError: A pattern is neither a string nor a compiled ``str`` pattern.
     """
 
-    __slots__ = ("_extra",)
+    __slots__ = ("_extra", "_remembered")
 
     def __init__(self, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> None:
         if isinstance(extra_patterns, (str, re.Pattern)):
             extra_patterns = [extra_patterns]
         self._extra: tuple[re.Pattern[str], ...] = tuple(map(_compile, extra_patterns))
+        #: Short texts already searched, with the process-wide patterns they were searched
+        #: with: a policy's or hook's reason repeats on every call it decides, and searching
+        #: it again costs ~10 µs. A new table replaces it when those patterns change, so a
+        #: text is never answered from a search that lacked a pattern now in force.
+        self._remembered: tuple[tuple[re.Pattern[str], ...], dict[str, str]] = (_global, {})
 
     def redact_text(self, text: str, limit: int | None = None) -> str:
         """``text`` with every secret found in it replaced by ``[REDACTED]``.
@@ -382,9 +393,25 @@ class Redactor:
         """
         if limit is not None and len(text) > limit:
             text = text[:limit]
+        patterns = _global
+        if len(text) > _REMEMBERED_LENGTH:
+            return self._search(text, patterns)
+        remembered = self._remembered
+        if remembered[0] is not patterns:
+            remembered = self._remembered = (patterns, {})
+        texts = remembered[1]
+        found = texts.get(text)
+        if found is None:
+            found = self._search(text, patterns)
+            if len(texts) < _REMEMBERED_TEXTS:
+                texts[text] = found
+        return found
+
+    def _search(self, text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
+        """``text`` through the built-in rules, then ``patterns`` and this redactor's own."""
         for built_in in _BUILT_IN:
             text = built_in(text)
-        for extra in (*_global, *self._extra):
+        for extra in (*patterns, *self._extra):
             text = _apply(extra, text)
         return text
 

@@ -83,16 +83,6 @@ class HookscopeCapability(AbstractCapability[Any]):
     def __init__(self, governed: Governed) -> None:
         self.governed = governed
 
-    @property
-    def _turn(self) -> Turn | None:
-        state = _RUN.get()
-        return state[0] if state is not None else None
-
-    @property
-    def _run(self) -> SubagentRun | None:
-        state = _RUN.get()
-        return state[1] if state is not None else None
-
     # --- turns and subagent runs ---
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
@@ -146,9 +136,10 @@ class HookscopeCapability(AbstractCapability[Any]):
     async def wrap_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, handler: Any
     ) -> ModelResponse:
-        turn = self._turn
-        if turn is None or turn.ended:
+        state = _RUN.get()  # read once: the turn and the subagent run making the call
+        if state is None or state[0].ended:
             return await handler(request_context)  # type: ignore[no-any-return]
+        turn, run = state
         guard = self.governed.governor.guard
         model = request_context.model
         request = LlmRequest(
@@ -158,14 +149,14 @@ class HookscopeCapability(AbstractCapability[Any]):
             provider=model.system,
         )
         try:
-            decided = await _dispatch(turn, self._run, "pre_llm_request", request)
+            decided = await _dispatch(turn, run, "pre_llm_request", request)
         except Exception as error:
             decided = RequestDecision.block(guard.failed("pre_llm_request", error))
         if decided.action == "block":
             return _text_response(decided.message, model.model_name)
         response: ModelResponse = await handler(request_context)
         try:
-            verdict = await _dispatch(turn, self._run, "on_llm_response", _response(response))
+            verdict = await _dispatch(turn, run, "on_llm_response", _response(response))
         except Exception as error:
             verdict = ResponseDecision.block(guard.failed("on_llm_response", error))
         if verdict.action == "block":
@@ -185,11 +176,15 @@ class HookscopeCapability(AbstractCapability[Any]):
         args: Any,
         handler: Any,
     ) -> Any:
-        turn = self._turn
-        if turn is None or turn.ended or not isinstance(args, Mapping):
+        state = _RUN.get()
+        # pydantic-ai hands validated arguments as a dict: the ABC check only for anything else.
+        if state is None or (type(args) is not dict and not isinstance(args, Mapping)):
+            return await handler(args)
+        turn, run = state
+        if turn.ended:
             return await handler(args)
         governed = self.governed
-        op = turn.open_tool(ToolCall(call.tool_name, args, id=call.tool_call_id), self._run)
+        op = turn.open_tool(ToolCall(call.tool_name, args, id=call.tool_call_id), run)
         try:
             verdict = await op.decide(native_ask=governed.ask == "native")
             if verdict.pending:
