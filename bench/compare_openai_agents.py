@@ -17,8 +17,14 @@ the cost per tool call, measured in one run.
    (target ≤ 1.0x). Every measured turn is checked to have done the same work: ``CALLS`` tool
    calls and ``CALLS + 1`` model calls, each a span in its variant's exporter.
 
-Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N] [--profile]`` (about
-30 s). ``--profile`` runs the governed turns under cProfile instead and prints where the time
+   Each side runs in its default configuration, which is not quite the same telemetry:
+   OpenInference records the tool calls' arguments and results on its spans (the SDK's
+   ``trace_include_sensitive_data`` is on by default), ``OTelHook`` records no content unless
+   asked, and hookscope also enforces the policy. ``--content`` has ``OTelHook`` record
+   content on its spans too, like for like.
+
+Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N] [--content] [--profile]``
+(about 30 s). ``--profile`` runs the governed turns under cProfile instead and prints where the time
 goes: the adapter (``integrations/``), the runner and ``OTelHook``, the OpenTelemetry SDK.
 """
 
@@ -75,6 +81,8 @@ from span_lines import tree_lines  # noqa: E402
 
 #: Tool calls per measured turn.
 CALLS = 10
+#: ``OTelHook(capture_content=...)`` in the measured turns (``--content``: on spans).
+CONTENT: str | None = None
 ROUNDS = 40
 WARMUP = 5
 TARGET = 1.0
@@ -207,9 +215,16 @@ class LoopModel(Model):
             else [assistant_message("done")]
         )
         # As the SDK's own models do: a generation span (OpenInference's LLM span) when the
-        # SDK traces, nothing when it does not.
+        # SDK traces, nothing when it does not; with the messages sent and received when it
+        # traces data (trace_include_sensitive_data, on by default), as OpenAIChatCompletions
+        # Model does, so OpenInference records what it records for a real model.
         with generation_span(model="loop-model", disabled=tracing.is_disabled()) as span:
             span.span_data.usage = {"input_tokens": 100, "output_tokens": 10}
+            if tracing.include_data():
+                instructions = args[0] if args else kwargs.get("system_instructions")
+                system = [{"role": "system", "content": instructions}] if instructions else []
+                span.span_data.input = system + [i for i in items if isinstance(i, dict)]
+                span.span_data.output = [item.model_dump() for item in output]
         return ModelResponse(output=output, usage=self.usage, response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
@@ -237,7 +252,8 @@ def check_work(spans: Sequence[ReadableSpan], turns: int, tool: str, model: str)
 async def cost(rounds: int) -> None:
     agent = Agent(name="adder", instructions="Add.", model=LoopModel(), tools=[add])
     tracer_provider, exporter, meter_provider = pipeline()
-    governed = govern(agent, HookRunner([OTelHook(tracer_provider, meter_provider), policy()]))
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=CONTENT)
+    governed = govern(agent, HookRunner([hook, policy()]))
     peer_provider, peer_exporter, _ = pipeline()
     instrumentor = OpenInferenceInstrumentor()
     instrumentor.instrument(tracer_provider=peer_provider)
@@ -275,9 +291,10 @@ async def cost(rounds: int) -> None:
     ours, peer = statistics.median(ours_each), statistics.median(peer_each)
     ratio = ours / peer if peer > 0 else float("inf")
     verdict = "met" if ratio <= TARGET else "NOT met"
+    content = "content on both sides' spans" if CONTENT else "default settings"
     print(
         f"\nCost per tool call, {rounds} interleaved rounds of {CALLS}-call turns "
-        f"(plain turn {plain * 1e3:.2f} ms CPU; the same work on both sides, checked):"
+        f"(plain turn {plain * 1e3:.2f} ms CPU; the same work on both sides, checked; {content}):"
     )
     for label, each, median in (
         ("hookscope (10-rule policy + OTelHook):", ours_each, ours),
@@ -309,7 +326,8 @@ async def profile(turns: int) -> None:
     """The governed turns under cProfile: own time by owner, then hookscope's hottest."""
     agent = Agent(name="adder", instructions="Add.", model=LoopModel(), tools=[add])
     tracer_provider, exporter, meter_provider = pipeline()
-    governed = govern(agent, HookRunner([OTelHook(tracer_provider, meter_provider), policy()]))
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=CONTENT)
+    governed = govern(agent, HookRunner([hook, policy()]))
     for _ in range(WARMUP):
         await timed(governed, tracing=False)
     exporter.clear()
@@ -349,5 +367,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--profile", action="store_true", help="profile the governed turns instead of timing"
     )
+    parser.add_argument("--content", action="store_true", help="OTelHook records content too")
     arguments = parser.parse_args()
+    CONTENT = "SPAN_ONLY" if arguments.content else None
     asyncio.run(main(arguments.rounds, arguments.profile))
