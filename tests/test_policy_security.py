@@ -572,6 +572,25 @@ async def test_an_allow_in_claudes_spelling_allows_only_that_servers_tool() -> N
     assert (allowed.outcome, elsewhere.outcome, local.outcome) == ("allowed", "denied", "denied")
 
 
+@pytest.mark.parametrize("server", ["mcp__", "mcp__corp", "MCP__x"])
+async def test_a_server_whose_name_starts_like_claudes_spelling_is_governed_by_its_rules(
+    server: str,
+) -> None:
+    """'server/tool' targets are hookscope's spelling whatever the server is called (Claude's
+    spelling never has a '/'): found by the fuzz test with a server named 'mcp__'."""
+    enforcer = policy.enforce(
+        [policy.deny_all(), *policy.allow_mcp(server), *policy.deny_mcp(server, ["rm"])],
+        mcp_servers=[server],
+    )
+
+    read = await enforcer.evaluate(ToolCall("read", server=server))
+    removed = await enforcer.evaluate(ToolCall("rm", server=server))
+    local = await enforcer.evaluate(ToolCall("read"))
+
+    assert (read.outcome, removed.outcome, local.outcome) == ("allowed", "denied", "denied")
+    assert removed.rule == f"deny:{server}/rm"
+
+
 @pytest.mark.parametrize(
     ("rule", "servers", "named"),
     [

@@ -132,8 +132,8 @@ def claude_mcp_target(tool: str, servers: Iterable[str]) -> str | None:
     Raises:
         PolicyError: ``tool`` is in Claude's spelling but names no registered server.
     """
-    if not tool.startswith(CLAUDE_MCP_PREFIX):
-        return None
+    if not tool.startswith(CLAUDE_MCP_PREFIX) or "/" in tool:
+        return None  # Claude's spelling has no '/': 'mcp__x/tool' is server 'mcp__x', hookscope's
     rest = tool[len(CLAUDE_MCP_PREFIX) :]
     written = {fold_server(_CLAUDE_UNSAFE.sub("_", s)): s for s in servers}
     known = [
