@@ -14,16 +14,27 @@ the cost per tool call, measured in one run.
    instrumentor; SDK tracing on: it needs it). Both export to the same in-memory pipeline.
    Overhead per tool call = (variant's turn CPU time - the same round's plain turn CPU time)
    / ``CALLS``, median over rounds; the ratio hookscope/OpenInference is the verdict
-   (target ≤ 1.0x).
+   (target ≤ 1.0x). Every measured turn is checked to have done the same work: ``CALLS`` tool
+   calls and ``CALLS + 1`` model calls, each a span in its variant's exporter.
 
-Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N]`` (about 30 s).
+   Each side runs in its default configuration, which is not quite the same telemetry:
+   OpenInference records the tool calls' arguments and results on its spans (the SDK's
+   ``trace_include_sensitive_data`` is on by default), ``OTelHook`` records no content unless
+   asked, and hookscope also enforces the policy. ``--content`` has ``OTelHook`` record
+   content on its spans too, like for like.
+
+Run: ``.venv/bin/python bench/compare_openai_agents.py [--rounds N] [--content] [--profile]``
+(about 30 s). ``--profile`` runs the governed turns under cProfile instead and prints where the time
+goes: the adapter (``integrations/``), the runner and ``OTelHook``, the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
+import pstats
 import statistics
 import sys
 import time
@@ -70,6 +81,8 @@ from span_lines import tree_lines  # noqa: E402
 
 #: Tool calls per measured turn.
 CALLS = 10
+#: ``OTelHook(capture_content=...)`` in the measured turns (``--content``: on spans).
+CONTENT: str | None = None
 ROUNDS = 40
 WARMUP = 5
 TARGET = 1.0
@@ -202,9 +215,16 @@ class LoopModel(Model):
             else [assistant_message("done")]
         )
         # As the SDK's own models do: a generation span (OpenInference's LLM span) when the
-        # SDK traces, nothing when it does not.
+        # SDK traces, nothing when it does not; with the messages sent and received when it
+        # traces data (trace_include_sensitive_data, on by default), as OpenAIChatCompletions
+        # Model does, so OpenInference records what it records for a real model.
         with generation_span(model="loop-model", disabled=tracing.is_disabled()) as span:
             span.span_data.usage = {"input_tokens": 100, "output_tokens": 10}
+            if tracing.include_data():
+                instructions = args[0] if args else kwargs.get("system_instructions")
+                system = [{"role": "system", "content": instructions}] if instructions else []
+                span.span_data.input = system + [i for i in items if isinstance(i, dict)]
+                span.span_data.output = [item.model_dump() for item in output]
         return ModelResponse(output=output, usage=self.usage, response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
@@ -220,10 +240,20 @@ async def timed(agent: Agent[Any], tracing: bool) -> float:
     return time.process_time() - started
 
 
+def check_work(spans: Sequence[ReadableSpan], turns: int, tool: str, model: str) -> None:
+    """Each of ``turns`` turns left ``CALLS`` tool spans and ``CALLS + 1`` model spans."""
+    tools = sum(1 for s in spans if (s.attributes or {}).get("openinference.span.kind") == tool)
+    models = sum(1 for s in spans if (s.attributes or {}).get("openinference.span.kind") == model)
+    expected = (turns * CALLS, turns * (CALLS + 1))
+    if (tools, models) != expected:
+        raise SystemExit(f"unequal work: {tools} tool / {models} model spans, not {expected}")
+
+
 async def cost(rounds: int) -> None:
     agent = Agent(name="adder", instructions="Add.", model=LoopModel(), tools=[add])
     tracer_provider, exporter, meter_provider = pipeline()
-    governed = govern(agent, HookRunner([OTelHook(tracer_provider, meter_provider), policy()]))
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=CONTENT)
+    governed = govern(agent, HookRunner([hook, policy()]))
     peer_provider, peer_exporter, _ = pipeline()
     instrumentor = OpenInferenceInstrumentor()
     instrumentor.instrument(tracer_provider=peer_provider)
@@ -241,6 +271,9 @@ async def cost(rounds: int) -> None:
                 elapsed = await variants[name]()
                 if index >= WARMUP:
                     samples[name].append(elapsed)
+            # The same work on both sides, every round (outside the timed turns).
+            check_work(exporter.get_finished_spans(), 1, "TOOL", "LLM")
+            check_work(peer_exporter.get_finished_spans(), 1, "TOOL", "LLM")
             exporter.clear()
             peer_exporter.clear()
     finally:
@@ -249,30 +282,92 @@ async def cost(rounds: int) -> None:
     # Paired: each round's own plain turn is the baseline, so load that drifts between rounds
     # (a shared machine) cancels out.
     plain = statistics.median(samples["plain"])
-    ours = statistics.median(
+    ours_each = [
         (t - p) / CALLS for t, p in zip(samples["hookscope"], samples["plain"], strict=True)
-    )
-    peer = statistics.median(
+    ]
+    peer_each = [
         (t - p) / CALLS for t, p in zip(samples["openinference"], samples["plain"], strict=True)
-    )
+    ]
+    ours, peer = statistics.median(ours_each), statistics.median(peer_each)
     ratio = ours / peer if peer > 0 else float("inf")
     verdict = "met" if ratio <= TARGET else "NOT met"
+    content = "content on both sides' spans" if CONTENT else "default settings"
     print(
         f"\nCost per tool call, {rounds} interleaved rounds of {CALLS}-call turns "
-        f"(plain turn {plain * 1e3:.2f} ms CPU):"
+        f"(plain turn {plain * 1e3:.2f} ms CPU; the same work on both sides, checked; {content}):"
     )
-    print(f"  hookscope (10-rule policy + OTelHook): {ours * 1e6:8.1f} µs per tool call")
-    print(f"  OpenInference instrumentor:            {peer * 1e6:8.1f} µs per tool call")
+    for label, each, median in (
+        ("hookscope (10-rule policy + OTelHook):", ours_each, ours),
+        ("OpenInference instrumentor:           ", peer_each, peer),
+    ):
+        print(f"  {label} {median * 1e6:8.1f} µs per tool call{_iqr(each)}")
     print(f"  ratio hookscope/OpenInference {ratio:.2f}x (target ≤ {TARGET:.1f}x: {verdict})")
 
 
-async def main(rounds: int) -> None:
+def _iqr(values: Sequence[float]) -> str:
+    """The middle half of the rounds, so a reader sees how far one run may be trusted."""
+    if len(values) < 4:
+        return ""
+    low, _, high = statistics.quantiles(values, n=4)
+    return f"  (middle half of rounds {low * 1e6:.0f}-{high * 1e6:.0f})"
+
+
+#: Where a profiled function lives, by its file's path: whose cost it is.
+OWNERS = (
+    ("adapter (integrations/openai_agents, _kit)", ("hookscope/integrations/",)),
+    ("runner, OTelHook, policy (rest of hookscope)", ("hookscope/",)),
+    ("OpenTelemetry SDK", ("opentelemetry/",)),
+    ("openai-agents SDK", ("/agents/",)),
+)
+_RUNTIME = "Python itself (asyncio, json, builtins; anyone's)"
+
+
+async def profile(turns: int) -> None:
+    """The governed turns under cProfile: own time by owner, then hookscope's hottest."""
+    agent = Agent(name="adder", instructions="Add.", model=LoopModel(), tools=[add])
+    tracer_provider, exporter, meter_provider = pipeline()
+    hook = OTelHook(tracer_provider, meter_provider, capture_content=CONTENT)
+    governed = govern(agent, HookRunner([hook, policy()]))
+    for _ in range(WARMUP):
+        await timed(governed, tracing=False)
+    exporter.clear()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(turns):
+        await timed(governed, tracing=False)
+    profiler.disable()
+    check_work(exporter.get_finished_spans(), turns, "TOOL", "LLM")
+    stats = pstats.Stats(profiler)
+    table: dict[tuple[str, int, str], Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in table.values())
+    owned: dict[str, float] = {}
+    for (path, _, _), row in table.items():
+        owner = next((o for o, marks in OWNERS if any(m in path for m in marks)), _RUNTIME)
+        owned[owner] = owned.get(owner, 0.0) + row[2]
+    calls = turns * CALLS
+    print(f"\nProfile of {turns} governed {CALLS}-call turns (own time per tool call, profiled):")
+    for owner, seconds in sorted(owned.items(), key=lambda item: -item[1]):
+        print(f"  {owner:50s} {seconds / calls * 1e6:8.1f} µs  {seconds / total:5.1%}")
+    print("\nhookscope's functions by own time:")
+    stats.sort_stats("tottime").print_stats("hookscope/", 25)
+
+
+async def main(rounds: int, profiled: bool) -> None:
     set_trace_processors([])  # never export to OpenAI's tracing backend from here
+    if profiled:
+        await profile(rounds)
+        return
     await side_by_side()
     await cost(rounds)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds (turns profiled)")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile the governed turns instead of timing"
+    )
+    parser.add_argument("--content", action="store_true", help="OTelHook records content too")
+    arguments = parser.parse_args()
+    CONTENT = "SPAN_ONLY" if arguments.content else None
+    asyncio.run(main(arguments.rounds, arguments.profile))

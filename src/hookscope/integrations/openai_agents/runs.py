@@ -11,6 +11,7 @@ handoff starts a subagent run of the agent handed to, under the turn.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import weakref
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from hookscope.integrations.openai_agents.values import (
     PROVIDER,
     ModelRequestBlocked,
     ModelResponseBlocked,
+    Proposed,
     agent_model_name,
     input_data,
     llm_request,
@@ -118,7 +120,7 @@ class Run:
     handoff, else the run's own subagent run (agent as tool), else the turn itself.
     """
 
-    __slots__ = ("agent", "binding", "handoff", "handoffs", "ops", "own", "turn")
+    __slots__ = ("agent", "binding", "handoff", "handoffs", "ops", "own", "proposed", "turn")
 
     def __init__(
         self, binding: Binding, turn: Turn, agent: Agent[Any], own: SubagentRun | None = None
@@ -131,6 +133,9 @@ class Run:
         self.handoffs = 0
         #: Calls decided before the SDK invokes their tool, by call id.
         self.ops: dict[str, ToolOp] = {}
+        #: The function calls of the latest model response, parsed once (see
+        #: :func:`~.values.call_from_tool_context`); the SDK runs them before the next one.
+        self.proposed: Proposed = {}
 
     @property
     def lane(self) -> SubagentRun | None:
@@ -187,9 +192,11 @@ class Run:
         """``on_llm_response`` for the model call that just returned (its span ends)."""
         lane = self.lane
         scope = lane.scope if lane is not None else self.turn.scope
+        proposed: Proposed = {}
+        self.proposed = proposed
         with scope.current():
             decision = await self.turn.runner.dispatch_on_llm_response(
-                self.context, llm_response(agent_model_name(agent), response)
+                self.context, llm_response(agent_model_name(agent), response, proposed)
             )
         if decision.action != "accept":
             raise ModelResponseBlocked(decision.message)
@@ -208,7 +215,14 @@ def _with_filter(binding: Binding, config: Any) -> RunConfig:
     user = chosen.call_model_input_filter
     if getattr(user, "__hookscope__", False):  # a nested run inherits the parent's config
         return chosen
-    return dataclasses.replace(chosen, call_model_input_filter=_model_input_filter(user))
+    hookscope_filter = _model_input_filter(user) if user is not None else _FILTER
+    if type(chosen) is not RunConfig:  # a subclass may be frozen or validate: rebuilt
+        return dataclasses.replace(chosen, call_model_input_filter=hookscope_filter)
+    # A shallow copy (the application's config stays as it was): replace() would build and
+    # validate every field again, on every run.
+    copied = copy.copy(chosen)
+    copied.call_model_input_filter = hookscope_filter
+    return copied
 
 
 def _model_input_filter(user: Callable[..., Any] | None) -> Callable[..., Any]:
@@ -223,6 +237,10 @@ def _model_input_filter(user: Callable[..., Any] | None) -> Callable[..., Any]:
 
     hookscope_model_input_filter.__hookscope__ = True  # type: ignore[attr-defined]
     return hookscope_model_input_filter
+
+
+#: The filter of every run whose config has none of its own (one, not one per run).
+_FILTER: Final = _model_input_filter(None)
 
 
 def _response(result: Any, agent: Agent[Any]) -> ChatResponse:

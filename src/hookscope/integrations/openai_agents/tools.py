@@ -14,6 +14,7 @@ message when they set none) answers the model as it would have, or the exception
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ async def _decide(run: Run, context: ToolContext[Any], binding: Binding) -> Tool
     op = run.ops.get(context.tool_call_id)
     if op is not None and op.verdict is not None and not op.verdict.pending:
         return op.verdict  # decided in needs_approval (ask="native")
-    op = run.open_tool(call_from_tool_context(context))
+    op = run.open_tool(call_from_tool_context(context, proposed=run.proposed))
     if binding.ask == "native" and _approved(context):
         # The user approved this call through the SDK in an earlier run: hookscope's hooks
         # decide again (a denial still wins), an ask is settled by that approval.
@@ -144,6 +145,21 @@ class GovernedInvoker(wrapt.ObjectProxy):  # type: ignore[type-arg]
         super().__init__(invoke)
         self._self_original = original
         self._self_binding = binding
+        self._self_signature: inspect.Signature | None = None
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        # The SDK reads the invoker's signature on every call (to choose the context object it
+        # passes): the wrapped invoker's, computed once, spares it the proxy's slow
+        # introspection. Without one, no attribute: inspect then fails as it always did.
+        signature = self._self_signature
+        if signature is None:
+            try:
+                signature = inspect.signature(self.__wrapped__)
+            except (TypeError, ValueError) as error:
+                raise AttributeError("__signature__") from error
+            self._self_signature = signature
+        return signature
 
     def __agents_bind_function_tool__(self, tool: FunctionTool) -> GovernedInvoker:
         # The SDK rebinds an invoker when it copies a tool: the copy stays governed.

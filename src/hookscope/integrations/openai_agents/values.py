@@ -21,12 +21,20 @@ from agents.run_config import ModelInputData
 from agents.tool_context import ToolContext
 
 from hookscope.integrations._kit import ToolVerdict
-from hookscope.types import HookscopeError, LlmRequest, LlmResponse, ToolCall, Usage
+from hookscope.types import (
+    HookscopeError,
+    LlmRequest,
+    LlmResponse,
+    ToolCall,
+    Usage,
+    holds_only_immutables,
+)
 
 __all__ = [
     "PROVIDER",
     "ModelRequestBlocked",
     "ModelResponseBlocked",
+    "Proposed",
     "agent_model_name",
     "call_from_tool_context",
     "input_data",
@@ -66,13 +74,30 @@ class ModelResponseBlocked(HookscopeError):
         super().__init__(self.message)
 
 
-def call_from_tool_context(context: ToolContext[Any], arguments: str | None = None) -> ToolCall:
+#: A model response's function calls by call id: the raw JSON arguments and the parsed call.
+Proposed = dict[str, tuple[str, ToolCall]]
+
+
+def call_from_tool_context(
+    context: ToolContext[Any], arguments: str | None = None, proposed: Proposed | None = None
+) -> ToolCall:
     """The :class:`ToolCall` a tool context describes (its JSON arguments parsed).
 
     Arguments that are no JSON object (the model sent garbage) are kept under ``_raw`` so a
-    policy still sees them; the SDK rejects them itself when it parses them.
+    policy still sees them; the SDK rejects them itself when it parses them. ``proposed``:
+    the calls :func:`llm_response` parsed from the response that asked for this one; the
+    call is taken from there when it is the same call (name, id and arguments), so the
+    arguments are not parsed twice.
     """
     raw = context.tool_arguments if arguments is None else arguments
+    if proposed:
+        known = proposed.pop(context.tool_call_id, None)
+        if known is not None:
+            text, call = known
+            # Only a call nothing can have changed in place since (an on_llm_response hook
+            # holds the same object) stands for a fresh one.
+            if text == raw and call.name == context.tool_name and holds_only_immutables(call.args):
+                return call
     return ToolCall(context.tool_name, _parse_args(raw), context.tool_call_id)
 
 
@@ -134,8 +159,14 @@ def input_data(request: LlmRequest, original: ModelInputData) -> ModelInputData:
     return ModelInputData(input=items, instructions=instructions if kept else None)
 
 
-def llm_response(model: str, response: ModelResponse) -> LlmResponse:
-    """A model response as ``on_llm_response`` hooks see it, with its usage."""
+def llm_response(
+    model: str, response: ModelResponse, proposed: Proposed | None = None
+) -> LlmResponse:
+    """A model response as ``on_llm_response`` hooks see it, with its usage.
+
+    ``proposed``: filled with the response's function calls by call id (for
+    :func:`call_from_tool_context`).
+    """
     texts: list[str] = []
     calls: list[ToolCall] = []
     for item in response.output:
@@ -146,13 +177,15 @@ def llm_response(model: str, response: ModelResponse) -> LlmResponse:
                 if isinstance(text, str):
                     texts.append(text)
         elif kind == "function_call":
-            calls.append(
-                ToolCall(
-                    str(getattr(item, "name", "")),
-                    _parse_args(str(getattr(item, "arguments", "") or "")),
-                    str(getattr(item, "call_id", "") or ""),
-                )
+            raw = str(getattr(item, "arguments", "") or "")
+            call = ToolCall(
+                str(getattr(item, "name", "")),
+                _parse_args(raw),
+                str(getattr(item, "call_id", "") or ""),
             )
+            calls.append(call)
+            if proposed is not None and call.id:
+                proposed[call.id] = (raw, call)
     usage = response.usage
     details = usage.input_tokens_details
     return LlmResponse(
