@@ -176,6 +176,20 @@ def test_a_text_searched_before_a_pattern_was_added_is_searched_again(undo: list
     assert mine.redact_text(text) == text
 
 
+def test_remembered_texts_stay_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redaction, "_REMEMBERED_CHARS", 100)
+    mine = Redactor()
+    texts = [f"token={i:08d}abcdef and some words" for i in range(50)]
+    for _ in range(2):
+        assert [mine.redact_text(t) for t in texts] == [
+            f"token={REDACTED} and some words" for _ in texts
+        ]
+    held = mine._remembered[1]
+    assert 0 < sum(map(len, held)) <= 100
+    assert mine.redact_text("x" * 5000) == "x" * 5000  # too long to remember: searched each time
+    assert "x" * 5000 not in mine._remembered[1]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     text=st.one_of(

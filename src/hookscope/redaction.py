@@ -322,10 +322,12 @@ _global_lock = threading.Lock()
 #: The process-wide patterns: replaced, never changed in place (redactors' remembered texts
 #: are tied to the tuple they were searched with).
 _global: tuple[re.Pattern[str], ...] = ()
-#: Texts up to this long have their redaction remembered (per redactor, this many at most):
-#: reasons and short values repeat; long content would only fill the table.
-_REMEMBERED_LENGTH: Final = 256
-_REMEMBERED_TEXTS: Final = 1024
+#: Texts up to this long have their redaction remembered, per redactor, until the table holds
+#: this many characters; then it starts again (recent texts are the ones that repeat: a
+#: policy's reasons, and the conversation a model call's captured content sends again with
+#: every request, where a search costs ~0.2 µs per character).
+_REMEMBERED_LENGTH: Final = 4096
+_REMEMBERED_CHARS: Final = 1 << 20
 
 
 def add_redaction_pattern(pattern: str | re.Pattern[str]) -> Callable[[], None]:
@@ -371,7 +373,7 @@ class Redactor:
         TypeError: A pattern is neither a string nor a compiled ``str`` pattern.
     """
 
-    __slots__ = ("_extra", "_remembered")
+    __slots__ = ("_extra", "_remembered", "_remembered_chars")
 
     def __init__(self, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> None:
         if isinstance(extra_patterns, (str, re.Pattern)):
@@ -382,6 +384,7 @@ class Redactor:
         #: it again costs ~10 µs. A new table replaces it when those patterns change, so a
         #: text is never answered from a search that lacked a pattern now in force.
         self._remembered: tuple[tuple[re.Pattern[str], ...], dict[str, str]] = (_global, {})
+        self._remembered_chars = 0
 
     def redact_text(self, text: str, limit: int | None = None) -> str:
         """``text`` with every secret found in it replaced by ``[REDACTED]``.
@@ -403,8 +406,12 @@ class Redactor:
         found = texts.get(text)
         if found is None:
             found = self._search(text, patterns)
-            if len(texts) < _REMEMBERED_TEXTS:
-                texts[text] = found
+            self._remembered_chars += len(text)
+            if self._remembered_chars > _REMEMBERED_CHARS:  # full: start a table again
+                self._remembered_chars = len(text)
+                texts = {}
+                self._remembered = (patterns, texts)
+            texts[text] = found
         return found
 
     def _search(self, text: str, patterns: tuple[re.Pattern[str], ...]) -> str:
