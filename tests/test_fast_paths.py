@@ -25,14 +25,14 @@ from hookscope._events import ALLOW
 from hookscope.context import SessionContext, TurnContext, new_session_id
 from hookscope.runner import Dispatch, DispatchObserver, HookRunner
 from hookscope.telemetry import semconv as sc
+from hookscope.telemetry._metadata import (
+    call_metadata,
+    metadata,
+    session_metadata,
+    turn_metadata,
+)
 from hookscope.telemetry._scopes import SessionRecord
 from hookscope.telemetry.instruments import Instruments
-from hookscope.telemetry.otel_hook import (
-    _call_metadata,
-    _session_metadata,
-    _turn_metadata,
-    metadata,
-)
 from hookscope.testing import metric_points
 
 
@@ -224,7 +224,7 @@ def test_session_metadata_is_the_json_metadata_builds(
             sc.META_TOOL_ERRORS: counts[3],
         }
     )
-    assert _session_metadata(outcome, record) == expected
+    assert session_metadata(outcome, record) == expected
     assert json.loads(expected)[sc.META_OUTCOME] == outcome
 
 
@@ -234,10 +234,10 @@ def test_remembered_call_and_turn_metadata_is_the_json_metadata_builds(
     outcome: str, by: str | None, error: str | None, rule: str | None, recovered: str | None
 ) -> None:
     for _ in range(2):  # the first call serializes, the second is remembered
-        assert _turn_metadata(outcome, by, error) == metadata(
+        assert turn_metadata(outcome, by, error) == metadata(
             {sc.META_OUTCOME: outcome, sc.META_DECIDED_BY: by, sc.META_ERROR_TYPE: error}
         )
-        assert _call_metadata(outcome, rule, by, error, recovered) == metadata(
+        assert call_metadata(outcome, rule, by, error, recovered) == metadata(
             {
                 sc.META_OUTCOME: outcome,
                 sc.META_RULE: rule,
@@ -250,7 +250,7 @@ def test_remembered_call_and_turn_metadata_is_the_json_metadata_builds(
 
 def test_a_turn_and_a_call_with_the_same_values_keep_their_own_metadata() -> None:
     """The cache is shared: a turn's entry never answers for a call's with equal values."""
-    turn = _turn_metadata("blocked", "gate", None)
-    call = _call_metadata("blocked", "gate", None, None, None)
+    turn = turn_metadata("blocked", "gate", None)
+    call = call_metadata("blocked", "gate", None, None, None)
     assert json.loads(turn) == {sc.META_OUTCOME: "blocked", sc.META_DECIDED_BY: "gate"}
     assert json.loads(call) == {sc.META_OUTCOME: "blocked", sc.META_RULE: "gate"}

@@ -21,7 +21,6 @@ record's span is ended in a ``finally``.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -49,6 +48,7 @@ from hookscope.runner import DispatchObserver, HookRun
 from hookscope.telemetry import semconv as sc
 from hookscope.telemetry._handlers import EventHandlers, records_below
 from hookscope.telemetry._hook_runs import HookRunSpans
+from hookscope.telemetry._metadata import call_metadata, session_metadata, turn_metadata
 from hookscope.telemetry._scopes import (
     STALE,
     OperationRecord,
@@ -87,95 +87,6 @@ _STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
 #: Command and prompt hook names remembered for the hook-type label; hooks are configured,
 #: so this is never reached in practice, but a runaway generator of names stays bounded.
 _MAX_HOOK_TYPES: Final = 1000
-
-
-def metadata(values: dict[str, Any]) -> str:
-    """OpenInference ``metadata``: the given values that are set, as a JSON object."""
-    return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True)
-
-
-#: Tool calls' and turns' metadata by its values: a few outcomes, rules, hooks and error
-#: types, so a few strings, each serialized once instead of on every call or turn (bounded:
-#: rule and hook names are configured).
-_METADATA: dict[tuple[str | None, ...], str] = {}
-_MAX_METADATA: Final = 1024
-
-
-def _remember(key: tuple[str | None, ...], values: dict[str, Any]) -> str:
-    """:func:`metadata` of ``values``, remembered under ``key`` (their values in order) while
-    the table has room. Callers look ``key`` up first: that is the per-call path."""
-    found = metadata(values)
-    if len(_METADATA) < _MAX_METADATA:
-        _METADATA[key] = found
-    return found
-
-
-def _call_metadata(
-    outcome: str,
-    rule: str | None,
-    decided_by: str | None,
-    error: str | None,
-    recovered_by: str | None,
-) -> str:
-    """:func:`metadata` of a tool call, remembered per distinct value."""
-    key = ("call", outcome, rule, decided_by, error, recovered_by)
-    found = _METADATA.get(key)
-    if found is not None:
-        return found
-    return _remember(
-        key,
-        {
-            sc.META_OUTCOME: outcome,
-            sc.META_RULE: rule,
-            sc.META_DECIDED_BY: decided_by,
-            sc.META_ERROR_TYPE: error,
-            sc.META_RECOVERED_BY: recovered_by,
-        },
-    )
-
-
-def _turn_metadata(outcome: str, decided_by: str | None, error: str | None) -> str:
-    """:func:`metadata` of a turn, remembered per distinct value."""
-    key = ("turn", outcome, decided_by, error)
-    found = _METADATA.get(key)
-    if found is not None:
-        return found
-    return _remember(
-        key, {sc.META_OUTCOME: outcome, sc.META_DECIDED_BY: decided_by, sc.META_ERROR_TYPE: error}
-    )
-
-
-#: A session's metadata with its counts in place: the same JSON as :func:`metadata` (keys
-#: sorted, the default separators), formatted directly, since counts are seldom repeated.
-_SESSION_METADATA: Final = (
-    "{{"  # a literal brace, for str.format
-    + ", ".join(
-        f'"{key}": {{{key}}}'
-        for key in sorted(
-            (
-                sc.META_OUTCOME,
-                sc.META_TURNS,
-                sc.META_TOOL_CALLS,
-                sc.META_DENIED_CALLS,
-                sc.META_TOOL_ERRORS,
-            )
-        )
-    )
-    + "}}"
-)
-
-
-def _session_metadata(outcome: str, record: SessionRecord) -> str:
-    """:func:`metadata` of a session: its outcome and counts."""
-    return _SESSION_METADATA.format_map(
-        {
-            sc.META_OUTCOME: json.dumps(outcome),
-            sc.META_TURNS: int(record.turns),
-            sc.META_TOOL_CALLS: int(record.tool_calls),
-            sc.META_DENIED_CALLS: int(record.denied_calls),
-            sc.META_TOOL_ERRORS: int(record.tool_errors),
-        }
-    )
 
 
 @final
@@ -388,7 +299,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                         if self.trace_layout == "session"
                         else {}
                     ),
-                    sc.METADATA: _session_metadata(outcome, record),
+                    sc.METADATA: session_metadata(outcome, record),
                     **total_attributes(record.cost, record.priced),
                 }
             )
@@ -465,7 +376,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             conversation_id = context.session.conversation_id
             if conversation_id is not None and not subagent:  # learned while the turn ran
                 attributes[sc.GEN_AI_CONVERSATION_ID] = conversation_id
-            attributes[sc.METADATA] = _turn_metadata(
+            attributes[sc.METADATA] = turn_metadata(
                 outcome, record.blocked_by if blocked else None, kind
             )
             if record.priced:
@@ -557,7 +468,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         # (A copy: the pre_tool_call event's log record may still hold the decision's dict.)
         described = {
             sc.TOOL_OUTCOME: outcome,
-            sc.METADATA: _call_metadata(
+            sc.METADATA: call_metadata(
                 outcome, record.rule, record.decided_by, kind, record.recovered_by
             ),
         }
