@@ -61,18 +61,12 @@ class EventHandlers:
     _event_logger: Logger | None
 
     def event(
-        self,
-        record: SpanRecord,
-        name: str,
-        attributes: dict[str, Any] | None = None,
-        *,
-        span: bool = True,
+        self, record: SpanRecord, name: str, attributes: dict[str, Any] | None = None
     ) -> None:
         """Report lifecycle event ``name`` of ``record``'s span: as a span event, as a log
         record through the Logs API in the span's context (OTEP 4430's log-based events), or
-        both (``span=False``: the log record only, the caller added the span event). Callers
-        check ``record.recording`` first: a sampled-out span gets neither."""
-        if span and self._span_events:
+        both. Callers check ``record.recording`` first: a sampled-out span gets neither."""
+        if self._span_events:
             record.span.add_event(name, attributes)
         if self._event_logger is not None:
             self._event_logger.emit(
@@ -233,10 +227,7 @@ class EventHandlers:
             self._messages.value(
                 record.span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.INPUT_VALUE, call.args
             )
-        if self._span_events:  # self.event(), inlined on the per-call path
-            record.span.add_event(_PRE_TOOL_CALL, attributes)
-        if self._event_logger is not None:
-            self.event(record, _PRE_TOOL_CALL, attributes, span=False)
+        self.event(record, _PRE_TOOL_CALL, attributes)
 
     def _post_tool_call(self, record: OperationRecord, data: Any, result: Any, by: Any) -> None:
         record.outcome = sc.TOOL_SUCCEEDED
@@ -245,10 +236,7 @@ class EventHandlers:
                 self._messages.value(
                     record.span, sc.GEN_AI_TOOL_CALL_RESULT, sc.OUTPUT_VALUE, data.value
                 )
-            if self._span_events:  # self.event(), inlined on the per-call path
-                record.span.add_event(_POST_TOOL_CALL)
-            if self._event_logger is not None:
-                self.event(record, _POST_TOOL_CALL, span=False)
+            self.event(record, _POST_TOOL_CALL)
 
     def _on_tool_error(
         self, record: OperationRecord, error: BaseException, recovery: Any, by: str | None
