@@ -96,13 +96,13 @@ class EventHandlers:
         self,
         parent: SpanRecord | None,
         name: str,
-        argument: str,
+        argument: str | None,
         start_ns: int,
         kind: SpanKind = SpanKind.INTERNAL,
         attributes: dict[str, Any] | None = None,
     ) -> tuple[Span, Context | None]:
-        """Start span ``name.format(argument)`` under ``parent``'s span, or reuse a sampled-out
-        parent's span.
+        """Start span ``name.format(argument)`` (``name`` itself when ``argument`` is ``None``)
+        under ``parent``'s span, or reuse a sampled-out parent's span.
 
         Below a span nobody records, hookscope starts none (as parent-based samplers, the
         SDK's default, decide anyway), so a sampled-out session costs no span objects, names
@@ -112,7 +112,7 @@ class EventHandlers:
         if parent is not None and not parent.recording:
             return parent.span, parent.context
         span = self._tracer.start_span(
-            name.format(argument),
+            name if argument is None else name.format(argument),
             context=parent.context if parent is not None else None,
             kind=kind,
             attributes=attributes,
@@ -201,7 +201,7 @@ class EventHandlers:
         instruments.policy_decisions.add(
             (
                 record.metric_agent,
-                instruments.tool_name(record.tool),
+                record.metric_tool,
                 action,
                 outcome,
                 instruments.rule_name(rule) if rule is not None else None,
@@ -249,7 +249,7 @@ class EventHandlers:
         instruments.tool_errors.add(
             (
                 record.metric_agent,
-                instruments.tool_name(record.tool),
+                record.metric_tool,
                 instruments.error_type(kind),
                 recovered,
             )

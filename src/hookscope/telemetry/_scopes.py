@@ -35,6 +35,7 @@ __all__ = [
     "OperationRecord",
     "SessionRecord",
     "SpanRecord",
+    "ToolShape",
     "TurnRecord",
     "error_type",
     "fail",
@@ -215,6 +216,11 @@ class SessionRecord(SpanRecord):
         self.priced = 0
 
 
+#: What every call of one tool in a turn shares: its span's name, its span's attributes less
+#: the call id (``None`` when the span would not be recorded) and its metric tool name.
+ToolShape = tuple[str, "dict[str, Any] | None", str]
+
+
 @final
 class TurnRecord(SpanRecord):
     """An ``invoke_agent`` span, with its model call in flight and its blocking hook."""
@@ -228,6 +234,7 @@ class TurnRecord(SpanRecord):
         "prompt",
         "provider",
         "session",
+        "tools",
     )
 
     def __init__(
@@ -250,6 +257,8 @@ class TurnRecord(SpanRecord):
         #: Spend (USD), the model calls priced and reported, for the turn's total.
         self.cost = 0.0
         self.priced = self.model_calls = 0
+        #: Each tool's :data:`ToolShape` by (name, server), once a call of it opened here.
+        self.tools: dict[tuple[str, str | None], ToolShape] = {}
 
 
 @final
@@ -282,6 +291,7 @@ class OperationRecord(SpanRecord):
     __slots__ = (
         "decided_by",
         "error_type",
+        "metric_tool",
         "outcome",
         "policy",
         "policy_hook",
@@ -289,7 +299,6 @@ class OperationRecord(SpanRecord):
         "recovered_by",
         "rule",
         "session",
-        "tool",
         "turn",
     )
 
@@ -300,13 +309,15 @@ class OperationRecord(SpanRecord):
         agent: str,
         metric_agent: str,
         turn: TurnRecord | None,
-        tool: str,
+        metric_tool: str,
         context: Context | None = None,
     ) -> None:
         super().__init__(span, start_ns, agent, metric_agent, context)
         self.turn = turn
         self.session = turn.session if turn is not None else None
-        self.tool = tool
+        #: The tool's name as metrics label it (past the cardinality guard); "" for an
+        #: interaction.
+        self.metric_tool = metric_tool
         self.outcome: str | None = None
         #: The ``hookscope.policy.*`` attributes of the decision, set on the span with its
         #: outcome when it ends (one attribute write per call instead of two).

@@ -54,6 +54,7 @@ from hookscope.telemetry._scopes import (
     OperationRecord,
     SessionRecord,
     SpanRecord,
+    ToolShape,
     TurnRecord,
     error_type,
     reap_stale,
@@ -61,7 +62,7 @@ from hookscope.telemetry._scopes import (
 from hookscope.telemetry.content import ContentCapture, Messages, capture_from_env
 from hookscope.telemetry.cost import CostRecorder, Pricer, total_attributes
 from hookscope.telemetry.instruments import DEFAULT_CARDINALITY_LIMIT, instruments_for
-from hookscope.types import HookResult
+from hookscope.types import HookResult, ToolCall
 
 __all__ = [
     "EVENTS_ENV",
@@ -87,6 +88,9 @@ _STARTED_EVENTS: Final = frozenset({"pre_llm_request", "on_llm_response"})
 #: Command and prompt hook names remembered for the hook-type label; hooks are configured,
 #: so this is never reached in practice, but a runaway generator of names stays bounded.
 _MAX_HOOK_TYPES: Final = 1000
+#: Tools whose shape (span name, attributes, metric name) a turn remembers; a turn calling
+#: more distinct tools builds the rest per call.
+_MAX_TOOL_SHAPES: Final = 64
 
 
 @final
@@ -395,38 +399,68 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
 
     def _open_operation(self, context: OperationContext) -> None:
         turn: TurnRecord | None = context.get(self._turn_key)
-        agent = turn.agent if turn is not None else context.agent_name or self.agent_name
         call = context.call
-        is_tool = context.kind == "tool" and call is not None
-        # server/tool for an MCP tool, as policies, timelines and metric labels name it.
-        tool = call.qualified_name if is_tool and call is not None else ""
         attributes: dict[str, Any] | None = None
-        if records_below(turn):  # built before the span, to start it with them
-            attributes = {sc.GEN_AI_AGENT_NAME: agent, sc.SESSION_ID: context.session_id}
-            if is_tool and call is not None:
-                attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
-                attributes[sc.GEN_AI_TOOL_NAME] = tool
-                attributes[sc.TOOL_NAME] = tool
-                attributes[sc.GEN_AI_TOOL_TYPE] = sc.TOOL_TYPE_FUNCTION
-                attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_TOOL
+        if context.kind == "tool" and call is not None:
+            # What every call of this tool in this turn shares: looked up once per turn.
+            shape = turn.tools.get((call.name, call.server)) if turn is not None else None
+            if shape is None:
+                shape = self._tool_shape(turn, context, call)
+            name, template, metric_tool = shape
+            if template is not None:
+                attributes = template.copy()
                 if context.call_id:
                     attributes[sc.GEN_AI_TOOL_CALL_ID] = context.call_id
-                if call.server is not None:
-                    attributes[sc.TOOL_SERVER] = call.server
-                    attributes[sc.MCP_METHOD_NAME] = sc.MCP_TOOLS_CALL
-            else:
-                attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.KIND_CHAIN
+        else:
+            agent = turn.agent if turn is not None else context.agent_name or self.agent_name
+            name, metric_tool = sc.SPAN_INTERACTION.format(agent), ""
+            if records_below(turn):  # built before the span, to start it with them
+                attributes = {
+                    sc.GEN_AI_AGENT_NAME: agent,
+                    sc.SESSION_ID: context.session_id,
+                    sc.OPENINFERENCE_SPAN_KIND: sc.KIND_CHAIN,
+                }
         start_ns = time_ns()
-        name, argument = (sc.SPAN_TOOL, tool) if is_tool else (sc.SPAN_INTERACTION, agent)
-        span, reused = self.child_span(turn, name, argument, start_ns, attributes=attributes)
-        metric_agent = turn.metric_agent if turn else self.instruments.agent_name(agent)
-        record = OperationRecord(span, start_ns, agent, metric_agent, turn, tool, reused)
+        span, reused = self.child_span(turn, name, None, start_ns, attributes=attributes)
+        if turn is not None:
+            agent, metric_agent = turn.agent, turn.metric_agent
+        else:
+            agent = context.agent_name or self.agent_name
+            metric_agent = self.instruments.agent_name(agent)
+        record = OperationRecord(span, start_ns, agent, metric_agent, turn, metric_tool, reused)
         try:  # self._open(), inlined on the per-call path
             record.activate()
             context.set(self._operation_key, record)
         except BaseException:
             record.end()
             raise
+
+    def _tool_shape(
+        self, turn: TurnRecord | None, context: OperationContext, call: ToolCall
+    ) -> ToolShape:
+        """The span name, span attributes (less the call id; ``None`` when the span would not
+        be recorded) and metric tool name every call of ``call``'s tool in ``turn`` shares."""
+        # server/tool for an MCP tool, as policies, timelines and metric labels name it.
+        tool = call.qualified_name
+        template: dict[str, Any] | None = None
+        if records_below(turn):
+            agent = turn.agent if turn is not None else context.agent_name or self.agent_name
+            template = {
+                sc.GEN_AI_AGENT_NAME: agent,
+                sc.SESSION_ID: context.session_id,
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_EXECUTE_TOOL,
+                sc.GEN_AI_TOOL_NAME: tool,
+                sc.TOOL_NAME: tool,
+                sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+                sc.OPENINFERENCE_SPAN_KIND: sc.KIND_TOOL,
+            }
+            if call.server is not None:
+                template[sc.TOOL_SERVER] = call.server
+                template[sc.MCP_METHOD_NAME] = sc.MCP_TOOLS_CALL
+        shape = (sc.SPAN_TOOL.format(tool), template, self.instruments.tool_name(tool))
+        if turn is not None and len(turn.tools) < _MAX_TOOL_SHAPES:
+            turn.tools[call.name, call.server] = shape
+        return shape
 
     def _close_operation(
         self,
@@ -444,7 +478,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         if record.recording:
             self._describe_call(record, outcome, kind)
         instruments = self.instruments
-        tool = instruments.tool_name(record.tool)
+        tool = record.metric_tool
         instruments.tool_calls.add((tool, agent, outcome))
         if record.ran:  # one duration: the span's own, recorded in the span's context
             guarded = instruments.error_type(kind) if kind else None
