@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# bench_otel.py again on the OpenTelemetry SDK a plain `pip install hookscope` resolves to: the
+# test venv carries google-adk, which pins the SDK to 1.44, and OTelHook's standing against
+# hand-written SDK calls follows the SDK's own metric cost (README, Development).
+OTEL_VENV  ?= .venv-otel-latest
+OTEL_STAMP := $(OTEL_VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo test bench lint format clean debian-deps
 
@@ -11,6 +16,11 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[cli,prometheus,test,lint,bench,openai-agents]'
 	rm -f $(VENV)/.installed-* && touch $@
+
+$(OTEL_STAMP): pyproject.toml
+	test -x $(OTEL_VENV)/bin/python || $(PYTHON) -m venv $(OTEL_VENV)
+	$(OTEL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade -e '.[instruments]'
+	rm -f $(OTEL_VENV)/.installed-* && touch $@
 
 demo: $(STAMP)
 	$(VENV)/bin/hookscope demo
@@ -23,8 +33,10 @@ debian-deps:
 test: $(STAMP) debian-deps
 	$(PY) -m pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(OTEL_STAMP)
 	$(PY) bench/run.py
+	@echo "=== bench_otel.py on the newest OpenTelemetry SDK ($(OTEL_VENV))"
+	$(OTEL_VENV)/bin/python bench/bench_otel.py
 	$(PY) bench/compare_antigravity_otel.py
 	$(PY) bench/compare_openai_agents.py
 	$(PY) bench/compare_claude_openinference.py
@@ -39,4 +51,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests bench examples
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hookscope dist
+	rm -rf $(VENV) $(OTEL_VENV) .pytest_cache .mypy_cache .ruff_cache .hookscope dist
