@@ -200,6 +200,44 @@ def test_hook_durations_from_many_threads_are_all_counted() -> None:
     provider.shutdown()
 
 
+def test_queued_counts_from_many_threads_are_all_counted() -> None:
+    # Increments of one are queued and counted in batches (every FLUSH_THRESHOLD, and when a
+    # reader collects); other amounts are counted at once. Neither loses or repeats one.
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instruments = Instruments(provider)
+    runs, threads = 5000, 4
+    stop = threading.Event()
+
+    def count(index: int) -> None:
+        for i in range(runs):
+            instruments.tool_calls.add((f"tool{i % 3}", f"agent{index}", "succeeded"))
+            instruments.sessions_active.add((f"agent{index}",))
+            instruments.sessions_active.add((f"agent{index}",), -1)
+
+    def collect() -> None:  # a reader collecting meanwhile, as a periodic exporter would
+        while not stop.is_set():
+            reader.get_metrics_data()
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    workers = [threading.Thread(target=count, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    stop.set()
+    collector.join()
+    points = metric_points(
+        reader.get_metrics_data(), [sc.METRIC_TOOL_CALLS, sc.METRIC_SESSIONS_ACTIVE]
+    )
+    calls = points[sc.METRIC_TOOL_CALLS]
+    assert len(calls) == 3 * threads
+    assert sum(calls.values()) == runs * threads
+    assert set(points[sc.METRIC_SESSIONS_ACTIVE].values()) == {0}
+    provider.shutdown()
+
+
 # --- OpenInference metadata: the remembered and pre-formatted forms are metadata()'s JSON ---
 
 _names = st.one_of(st.none(), st.text(max_size=12))

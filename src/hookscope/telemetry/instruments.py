@@ -4,8 +4,8 @@ A synchronous ``counter.add`` or ``histogram.record`` in the OpenTelemetry SDK v
 hashes its attributes on every call (~15 µs each on a small VM). An agent emits a dozen
 measurements per tool call, so hookscope keeps them off the hot path:
 
-* counters are pre-aggregated in process (a dict increment) and reported through
-  observable instruments when a reader collects;
+* counters are pre-aggregated in process (an increment of one is queued and counted in
+  batches) and reported through observable instruments when a reader collects;
 * histogram values are counted into their fixed buckets in process (a bisect and a few
   additions under a lock, ~0.4 µs), each bucket keeping the span of a value measured in it as
   its exemplar, and handed to every reader of the provider when it collects, as the metric the
@@ -32,6 +32,7 @@ import weakref
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Final, final
 
 from opentelemetry import trace
@@ -147,9 +148,22 @@ def _attributes(names: Sequence[str], key: Key) -> dict[str, AttributeValue]:
 
 @final
 class _Counts:
-    """A cumulative counter (or up-down counter) aggregated in process."""
+    """A cumulative counter (or up-down counter) aggregated in process.
 
-    __slots__ = ("_attributes", "_budget", "_counts", "_lock", "_names", "before_observe")
+    An increment of one, the usual case, is queued (``deque.append`` is atomic: no lock on
+    the agent's path) and counted in batches, when a reader collects or
+    :data:`FLUSH_THRESHOLD` are queued; other amounts are counted at once.
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_budget",
+        "_counts",
+        "_lock",
+        "_names",
+        "_pending",
+        "before_observe",
+    )
 
     def __init__(
         self,
@@ -164,6 +178,7 @@ class _Counts:
         self._names = tuple(names)
         self._budget = _Budget(self._names)
         self._counts: dict[Key, int] = {}
+        self._pending: deque[Key] = deque()
         self._attributes: dict[Key, dict[str, AttributeValue]] = {}
         self._lock = threading.Lock()
         #: Called at the start of every collection, before the counts are reported.
@@ -174,6 +189,12 @@ class _Counts:
         create(name, callbacks=[self._observe], unit=unit, description=description)
 
     def add(self, key: Key, amount: int = 1) -> None:
+        if amount == 1:
+            pending = self._pending
+            pending.append(key)
+            if len(pending) >= FLUSH_THRESHOLD:
+                self.count_pending()
+            return
         counts = self._counts
         with self._lock:
             if key in counts:  # counted before: the budget let it through (or folded it here)
@@ -183,9 +204,24 @@ class _Counts:
         with self._lock:
             counts[key] = counts.get(key, 0) + amount
 
+    def count_pending(self) -> None:
+        """Count every queued increment, in the order they were made (the order the budget
+        admits new attribute sets in)."""
+        counts, budget, popleft = self._counts, self._budget, self._pending.popleft
+        with self._lock:
+            # Only what is queued now: another thread may append meanwhile, for the next batch.
+            for _ in repeat(None, len(self._pending)):
+                key = popleft()
+                if key in counts:
+                    counts[key] += 1
+                else:
+                    key = budget(key)
+                    counts[key] = counts.get(key, 0) + 1
+
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
         if self.before_observe is not None:
             self.before_observe()
+        self.count_pending()
         with self._lock:
             counts = list(self._counts.items())
         observations = []
