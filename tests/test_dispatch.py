@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from hookscope._events import RULES
 from hookscope.context import OperationContext, SessionContext, TurnContext
 from hookscope.hooks import Hook
-from hookscope.runner import HookRunner
+from hookscope.runner import Dispatch, DispatchObserver, HookRunner
 from hookscope.types import (
     Answer,
     ChatResponse,
@@ -607,3 +608,45 @@ def test_a_timed_hook_driven_without_an_event_loop_fails_closed_saying_why() -> 
     result, _ = done.value.value
     assert result.allow is False
     assert "hook 'Timed' has a timeout, which needs a running event loop" in result.message
+
+
+@pytest.mark.parametrize("event", sorted(RULES))
+def test_an_event_with_no_hooks_ends_with_what_its_rule_finishes_an_empty_fold_with(
+    event: str,
+) -> None:
+    # A dispatch with no hook to run hands back the rule's default without folding (the
+    # runner's fast path); that is right only while finishing an untouched fold gives it.
+    rule = RULES[event]
+    data = ToolCall("view_file", {"path": "a.md"}) if event == "pre_tool_call" else object()
+    fold = Dispatch(rule.default, data, None)
+    assert rule.finish(fold) is rule.default
+    assert not getattr(rule.default, "confirm", False)  # nothing left to settle
+
+
+async def test_an_observed_event_with_no_hooks_reports_its_default() -> None:
+    seen: list[tuple[str, Any, str | None]] = []
+
+    class Watcher(DispatchObserver):
+        def dispatch_finished(
+            self, event: str, context: Any, data: Any, result: Any, decided_by: str | None
+        ) -> None:
+            seen.append((event, result, decided_by))
+
+    runner = HookRunner()
+    runner.observe(Watcher())
+    call = ToolCall("view_file", {"path": "a.md"})
+    async with runner.session() as session, session.turn("go") as turn:
+        outcome = await turn.call_tool(call, lambda path: path)
+    assert outcome.allowed
+    assert outcome.value == "a.md"
+    assert [(e, r, d) for e, r, d in seen if e == "pre_tool_call"] == [
+        ("pre_tool_call", RULES["pre_tool_call"].default, None)
+    ]
+    assert [e for e, _, _ in seen] == [
+        "on_session_start",
+        "pre_turn",
+        "pre_tool_call",
+        "post_tool_call",
+        "post_turn",
+        "on_session_end",
+    ]

@@ -194,7 +194,11 @@ class HookRunner(HookRegistrar, TypedDispatch):
         if notifier is None:
             notifier = self.notifier
         observed = notifier.active
-        if not observed and not registrations:
+        if not registrations:  # the event's default (what finishing an empty fold gives)
+            if observed:
+                if notifier.starts[event]:
+                    notifier.dispatch_started(event, context, data)
+                notifier.dispatch_finished(event, context, data, rule.default, None)
             return Dispatch(rule.default, data, None)
         if observed and notifier.starts[event]:  # OTelHook wants model events only
             notifier.dispatch_started(event, context, data)
