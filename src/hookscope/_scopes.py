@@ -326,17 +326,14 @@ class TurnScope:
         operation = OperationContext(self.context, "tool", call, call.id)
         try:
             notifier.scope_started(operation)
-            outcome = await self._run_tool(operation, call, fn)
+            outcome = await run_tool(
+                self._runner, operation, call, lambda effective: fn(**effective.args)
+            )
         except BaseException as error:
             notifier.scope_ended(operation, error)
             raise
         notifier.scope_ended(operation, None)
         return outcome
-
-    async def _run_tool(
-        self, operation: OperationContext, call: ToolCall, fn: Callable[..., Any]
-    ) -> ToolOutcome:
-        return await run_tool(self._runner, operation, call, lambda effective: fn(**effective.args))
 
     async def ask(self, questions: Sequence[Question]) -> Sequence[Answer] | None:
         """Put ``questions`` to the ``on_interaction`` hooks; their answers, or ``None``."""

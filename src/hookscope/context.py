@@ -210,7 +210,8 @@ class OperationContext(HookContext):
         call: ToolCall | None = None,
         call_id: str = "",
     ) -> None:
-        super().__init__(turn)
+        self._parent = turn  # HookContext.__init__, inlined (see SessionContext)
+        self._values = {}
         self.turn = turn
         self.kind = kind
         #: The call as the model made it; hooks may change the effective call.

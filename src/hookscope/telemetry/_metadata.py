@@ -95,11 +95,20 @@ _SESSION_METADATA: Final = (
 )
 
 
+#: Session outcomes as JSON strings: a handful of values, each serialized once (bounded).
+_OUTCOMES: dict[str, str] = {}
+
+
 def session_metadata(outcome: str, record: SessionRecord) -> str:
     """:func:`metadata` of a session: its outcome and counts."""
+    quoted = _OUTCOMES.get(outcome)
+    if quoted is None:
+        quoted = json.dumps(outcome)
+        if len(_OUTCOMES) < _MAX_METADATA:
+            _OUTCOMES[outcome] = quoted
     return _SESSION_METADATA.format_map(
         {
-            sc.META_OUTCOME: json.dumps(outcome),
+            sc.META_OUTCOME: quoted,
             sc.META_TURNS: int(record.turns),
             sc.META_TOOL_CALLS: int(record.tool_calls),
             sc.META_DENIED_CALLS: int(record.denied_calls),
