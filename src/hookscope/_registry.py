@@ -279,6 +279,9 @@ class Table:
 
     def holds(self) -> bool:
         """Whether every gate's stamp still holds: no gate can have changed."""
+        stamp = self.stamp
+        if stamp is not None:  # one gate (the usual case): no generator
+            return stamp[0].get(stamp[1]) is stamp[2]
         return all(mapping.get(key) is value for mapping, key, value in self.stamps)
 
     def reopened(self) -> bool:
