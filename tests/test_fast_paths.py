@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -170,31 +171,38 @@ async def test_a_single_observer_s_interruption_reaches_the_agent() -> None:
             pass  # pragma: no cover - the turn never starts
 
 
-def test_hook_durations_from_many_threads_are_all_counted() -> None:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    instruments = Instruments(provider)
-    assert instruments.hook_duration.buckets is not None
-    runs, threads = 5000, 4
+def _in_threads(work: Callable[[int], None], threads: int, reader: InMemoryMetricReader) -> None:
+    """Run ``work(0)`` … ``work(threads - 1)`` in threads of their own while ``reader`` collects
+    over and over, as a periodic exporter would."""
     stop = threading.Event()
 
-    def record(index: int) -> None:
-        for i in range(runs):
-            instruments.hook_ran("agent", f"hook{index}", "pre_tool_call", (i % 7) * 1e-4)
-
-    def collect() -> None:  # a reader collecting meanwhile, as a periodic exporter would
+    def collect() -> None:
         while not stop.is_set():
             reader.get_metrics_data()
 
     collector = threading.Thread(target=collect)
     collector.start()
-    workers = [threading.Thread(target=record, args=(i,)) for i in range(threads)]
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
     stop.set()
     collector.join()
+
+
+def test_hook_durations_from_many_threads_are_all_counted() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instruments = Instruments(provider)
+    assert instruments.hook_duration.buckets is not None
+    runs, threads = 5000, 4
+
+    def record(index: int) -> None:
+        for i in range(runs):
+            instruments.hook_ran("agent", f"hook{index}", "pre_tool_call", (i % 7) * 1e-4)
+
+    _in_threads(record, threads, reader)
     points = metric_points(reader.get_metrics_data(), [sc.METRIC_HOOK_DURATION])
     assert sorted(points[sc.METRIC_HOOK_DURATION].values()) == [runs] * threads
     provider.shutdown()
@@ -207,7 +215,6 @@ def test_queued_counts_from_many_threads_are_all_counted() -> None:
     provider = MeterProvider(metric_readers=[reader])
     instruments = Instruments(provider)
     runs, threads = 5000, 4
-    stop = threading.Event()
 
     def count(index: int) -> None:
         for i in range(runs):
@@ -215,19 +222,7 @@ def test_queued_counts_from_many_threads_are_all_counted() -> None:
             instruments.sessions_active.add((f"agent{index}",))
             instruments.sessions_active.add((f"agent{index}",), -1)
 
-    def collect() -> None:  # a reader collecting meanwhile, as a periodic exporter would
-        while not stop.is_set():
-            reader.get_metrics_data()
-
-    collector = threading.Thread(target=collect)
-    collector.start()
-    workers = [threading.Thread(target=count, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    stop.set()
-    collector.join()
+    _in_threads(count, threads, reader)
     points = metric_points(
         reader.get_metrics_data(), [sc.METRIC_TOOL_CALLS, sc.METRIC_SESSIONS_ACTIVE]
     )

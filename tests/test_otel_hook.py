@@ -1262,3 +1262,35 @@ async def test_a_model_request_report_interrupted_leaves_no_span_current_or_open
     (chat,) = [s for s in rec.spans if s.name == "chat m"]
     assert (chat.attributes or {})["error.type"] == "CancelledError"
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_each_tool_call_in_a_turn_gets_its_own_tool_s_span_and_call_id() -> None:
+    # A turn remembers what every call of one tool shares (span name, attributes, metric
+    # name), by tool name and MCP server, for up to 64 tools; past that, calls build their
+    # own. Every span must read as if built afresh.
+    calls = [
+        ToolCall("view_file", {}, "c1"),
+        ToolCall("view_file", {}, "c2", server="docs"),
+        ToolCall("view_file", {}, ""),
+        *(ToolCall(f"tool{i}", {}, f"t{i}") for i in range(70)),
+        ToolCall("tool69", {}, "again"),
+    ]
+    with recording() as rec:
+        runner = HookRunner([rec.hook])
+        async with runner.session(agent_name="coder") as session, session.turn("go") as turn:
+            for call in calls:
+                await turn.call_tool(call, lambda: None)
+        points = rec.metric_points(["hookscope.tool.calls"])["hookscope.tool.calls"]
+    tools = [s for s in rec.spans if s.name.startswith("execute_tool")]
+    assert [s.name for s in tools] == [f"execute_tool {c.qualified_name}" for c in calls]
+    for span, call in zip(tools, calls, strict=True):
+        attributes = dict(span.attributes or {})
+        assert attributes["gen_ai.tool.name"] == call.qualified_name
+        assert attributes["gen_ai.agent.name"] == "coder"
+        assert attributes.get("gen_ai.tool.call.id") == (call.id or None)
+        assert attributes.get("hookscope.tool.server") == call.server
+        assert attributes["hookscope.tool.outcome"] == "succeeded"
+    by_tool = {dict(key)["gen_ai.tool.name"]: count for key, count in points.items()}
+    assert by_tool == {"view_file": 2, "docs/view_file": 1, "tool69": 2} | {
+        f"tool{i}": 1 for i in range(69)
+    }
