@@ -398,7 +398,7 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
             record.session.turns += 1
 
     def _open_operation(self, context: OperationContext) -> None:
-        turn: TurnRecord | None = context.get(self._turn_key)
+        turn: TurnRecord | None = context.turn.get(self._turn_key)  # one step up, not a search
         call = context.call
         attributes: dict[str, Any] | None = None
         if context.kind == "tool" and call is not None:
