@@ -301,3 +301,17 @@ def test_the_builtins_and_the_engine_redact_without_importing_telemetry() -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_new_pattern_starts_the_remembered_texts_and_their_count_afresh() -> None:
+    mine = Redactor()
+    for i in range(20):
+        mine.redact_text(f"note {i:04d}")
+    assert mine._remembered_chars == sum(map(len, mine._remembered[1])) == 20 * 9
+    remove = redaction.add_redaction_pattern(r"EMP-\d{6}")
+    try:
+        assert mine.redact_text("ask EMP-123456") == f"ask {REDACTED}"
+    finally:
+        remove()
+    assert list(mine._remembered[1]) == ["ask EMP-123456"]
+    assert mine._remembered_chars == len("ask EMP-123456")

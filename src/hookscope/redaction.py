@@ -400,8 +400,9 @@ class Redactor:
         if len(text) > _REMEMBERED_LENGTH:
             return self._search(text, patterns)
         remembered = self._remembered
-        if remembered[0] is not patterns:
+        if remembered[0] is not patterns:  # a pattern added or removed: a new table, empty
             remembered = self._remembered = (patterns, {})
+            self._remembered_chars = 0
         texts = remembered[1]
         found = texts.get(text)
         if found is None:
