@@ -399,20 +399,20 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
 
     def _open_operation(self, context: OperationContext) -> None:
         turn: TurnRecord | None = context.turn.get(self._turn_key)  # one step up, not a search
+        agent = turn.agent if turn is not None else context.agent_name or self.agent_name
         call = context.call
         attributes: dict[str, Any] | None = None
         if context.kind == "tool" and call is not None:
             # What every call of this tool in this turn shares: looked up once per turn.
             shape = turn.tools.get((call.name, call.server)) if turn is not None else None
             if shape is None:
-                shape = self._tool_shape(turn, context, call)
+                shape = self._tool_shape(turn, agent, context, call)
             name, template, metric_tool = shape
             if template is not None:
                 attributes = template.copy()
                 if context.call_id:
                     attributes[sc.GEN_AI_TOOL_CALL_ID] = context.call_id
         else:
-            agent = turn.agent if turn is not None else context.agent_name or self.agent_name
             name, metric_tool = sc.SPAN_INTERACTION.format(agent), ""
             if records_below(turn):  # built before the span, to start it with them
                 attributes = {
@@ -422,21 +422,12 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
                 }
         start_ns = time_ns()
         span, reused = self.child_span(turn, name, None, start_ns, attributes=attributes)
-        if turn is not None:
-            agent, metric_agent = turn.agent, turn.metric_agent
-        else:
-            agent = context.agent_name or self.agent_name
-            metric_agent = self.instruments.agent_name(agent)
+        metric_agent = turn.metric_agent if turn is not None else self.instruments.agent_name(agent)
         record = OperationRecord(span, start_ns, agent, metric_agent, turn, metric_tool, reused)
-        try:  # self._open(), inlined on the per-call path
-            record.activate()
-            context.set(self._operation_key, record)
-        except BaseException:
-            record.end()
-            raise
+        self._open(context, self._operation_key, record)
 
     def _tool_shape(
-        self, turn: TurnRecord | None, context: OperationContext, call: ToolCall
+        self, turn: TurnRecord | None, agent: str, context: OperationContext, call: ToolCall
     ) -> ToolShape:
         """The span name, span attributes (less the call id; ``None`` when the span would not
         be recorded) and metric tool name every call of ``call``'s tool in ``turn`` shares."""
@@ -444,7 +435,6 @@ class OTelHook(EventHandlers, HookRunSpans, DispatchObserver):
         tool = call.qualified_name
         template: dict[str, Any] | None = None
         if records_below(turn):
-            agent = turn.agent if turn is not None else context.agent_name or self.agent_name
             template = {
                 sc.GEN_AI_AGENT_NAME: agent,
                 sc.SESSION_ID: context.session_id,
