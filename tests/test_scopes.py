@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import logging
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from hookscope import hooks
-from hookscope._scopes import _ran
 from hookscope.context import HookContext, OperationContext
 from hookscope.hooks import Hook
 from hookscope.runner import DispatchObserver, HookRunner, ScopeError, ToolOutcome
 from hookscope.types import (
     Answer,
     ChatResponse,
-    Decision,
     HookResult,
     LlmRequest,
     LlmResponse,
-    PolicyDecision,
     Question,
     Recovery,
     RequestDecision,
@@ -480,35 +474,3 @@ async def test_a_scope_contextvar_set_by_an_observer_is_visible_inside_the_tool(
         outcome = await turn.call_tool(ToolCall("peek"), current.get)
         in_turn = current.get()
     assert (outcome.value, in_turn, current.get()) == ("OperationContext", "TurnContext", "none")
-
-
-@given(
-    value=st.one_of(st.none(), st.integers(), st.text(max_size=8)),
-    decided_by=st.one_of(st.none(), st.text(max_size=8)),
-    feedback=st.text(max_size=8),
-)
-def test_the_outcome_of_a_call_that_ran_is_the_one_tool_outcome_builds(
-    value: Any, decided_by: str | None, feedback: str
-) -> None:
-    # run_tool builds an allowed call's outcome by setting its __dict__ at once (a frozen
-    # dataclass's __init__ is three times slower); it must be the same object in every way.
-    call = ToolCall("view_file", {"path": "a.md"}, "c1")
-    decision = PolicyDecision(Decision.ALLOW, "allowed", "reads", 2, "reads are fine")
-    built = _ran(call, value, decision, decided_by, feedback)
-    expected = ToolOutcome(
-        allowed=True,
-        call=call,
-        value=value,
-        decision=decision,
-        decided_by=decided_by,
-        feedback=feedback,
-    )
-    assert built == expected
-    assert repr(built) == repr(expected)
-    assert vars(built) == vars(expected)
-    assert [f.name for f in dataclasses.fields(ToolOutcome)] == list(vars(built))
-    assert dataclasses.replace(built, feedback="again") == dataclasses.replace(
-        expected, feedback="again"
-    )
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.value = "changed"  # type: ignore[misc]

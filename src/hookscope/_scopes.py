@@ -100,7 +100,7 @@ def is_awaitable(value: object) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """What became of one tool call made through :meth:`TurnScope.call_tool`.
 
@@ -126,37 +126,6 @@ class ToolOutcome:
     decision: PolicyDecision | None = None
     decided_by: str | None = None
     feedback: str = ""
-
-
-def _ran(
-    call: ToolCall,
-    value: Any,
-    decision: PolicyDecision | None,
-    decided_by: str | None,
-    feedback: str,
-) -> ToolOutcome:
-    """The outcome of a call that ran, equal to ``ToolOutcome(allowed=True, ...)`` with these
-    fields and the rest at their defaults, built for the per-call path: a frozen dataclass's
-    ``__init__`` sets each of its nine fields through ``object.__setattr__`` (0.8 µs); this
-    sets the instance's ``__dict__`` once (0.25 µs). tests/test_scopes.py holds it to the
-    class's fields."""
-    outcome = object.__new__(ToolOutcome)
-    object.__setattr__(
-        outcome,
-        "__dict__",
-        {
-            "allowed": True,
-            "call": call,
-            "value": value,
-            "error": None,
-            "recovered": False,
-            "message": "",
-            "decision": decision,
-            "decided_by": decided_by,
-            "feedback": feedback,
-        },
-    )
-    return outcome
 
 
 _OPEN, _ACTIVE, _CLOSED = "open", "active", "closed"
@@ -455,10 +424,11 @@ async def run_tool(
         )
     result = ToolResult(effective, value, perf_counter() - started)
     posted = await runner.dispatch("post_tool_call", operation, result)
-    return _ran(
-        effective,
-        value,
-        verdict.decision,
-        decided.decided_by,
-        posted.result.message if posted.result is not None else "",
+    return ToolOutcome(
+        allowed=True,
+        call=effective,
+        value=value,
+        decision=verdict.decision,
+        decided_by=decided.decided_by,
+        feedback=posted.result.message if posted.result is not None else "",
     )
